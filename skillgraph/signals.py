@@ -1,0 +1,19 @@
+"""skillgraph's own signals (sent through ``crawler.signals``).
+
+Components report build events as signals rather than by calling each other,
+so the graph writer stays the one place that assembles ``sources.json``.
+"""
+
+from __future__ import annotations
+
+#: The site's strategy was chosen. Args: ``profile`` (SiteProfile).
+profile_detected = object()
+
+#: Something the build's reader must know (a blocked page, a best-effort page,
+#: an unread sitemap...). Args: ``kind`` (str), ``url`` (str | None), ``message`` (str),
+#: and optional ``label`` (str).
+build_warning = object()
+
+#: A bound stopped the build early. Args: ``reason`` ("max_pages" | "crawl_timeout"),
+#: ``limit`` (int: pages or seconds).
+build_truncated = object()

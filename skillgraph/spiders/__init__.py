@@ -1,0 +1,1 @@
+"""Spiders: ``docs`` for any site, and one small declaration per documentation domain."""

@@ -1,0 +1,218 @@
+"""The base of every skillgraph spider: run the site's profile, emit documents.
+
+A domain spider is a declaration (name, start URL, domain tag, scope and
+strategy hints); this class holds all fetch logic, so spiders stay small and
+every site gets the same strategy ladder, bounds and provenance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+
+from skillgraph.items import DocumentItem
+from skillgraph.llms import coalesce, looks_like_html, markdown_twin, split_sections
+from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
+from skillgraph.urls import in_scope, page_key
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_MARKDOWN_TYPES = ("text/markdown", "text/x-markdown", "text/plain")
+
+
+def rebase(url: str, base_url: str | None) -> str:
+    """Point ``url`` at a mirror: ``base_url``'s origin, and its path when it has one."""
+    if not base_url:
+        return url
+    base = urlsplit(base_url)
+    if base.path not in ("", "/"):
+        return base_url
+    parts = urlsplit(url)
+    return urlunsplit((base.scheme, base.netloc, parts.path, parts.query, ""))
+
+
+class SkillgraphSpider(Spider):
+    """Declare ``name``, ``start_url`` and ``domain``; optionally ``scope`` and ``strategy``."""
+
+    start_url: ClassVar[str] = ""
+    domain: ClassVar[str] = ""
+    scope: ClassVar[str | None] = None
+    strategy: ClassVar[str | None] = None  # force one of profiler.STRATEGIES
+
+    def __init__(
+        self,
+        *args: Any,
+        base_url: str | None = None,
+        graph: str | None = None,
+        scope: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.site_url = rebase(self.start_url, base_url)
+        declared_scope = scope or type(self).scope
+        self.site_scope = rebase(declared_scope, base_url) if declared_scope else None
+        self.graph_name = graph or self.name
+        self.profile: SiteProfile | None = None
+        self.known_urls: set[str] = set()  # page URLs the build knows of
+        self.fetched_urls: set[str] = set()  # page URLs fetched (any outcome)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SkillgraphSpider:
+        spider: SkillgraphSpider = super().from_crawler(crawler, *args, **kwargs)
+        spider.profiler = SiteProfiler.from_crawler(crawler)
+        spider.max_sections = crawler.settings.getint("SKILLGRAPH_LLMS_MAX_SECTIONS", 400)
+        spider.file_bytes = crawler.settings.getint("SKILLGRAPH_LLMS_FILE_BYTES", 49152)
+        spider.include_optional = crawler.settings.getbool("SKILLGRAPH_LLMS_INCLUDE_OPTIONAL", True)
+        return spider
+
+    @property
+    def site_domain(self) -> str:
+        return self.domain or (urlsplit(self.site_url).hostname or "")
+
+    async def start(self) -> AsyncIterator[Any]:
+        profile = await self.profiler.profile(self.site_url, scope=self.site_scope, strategy=self.strategy)
+        self.profile = profile
+        if profile.strategy == "llms-full":
+            for item in self.corpus_items(profile):
+                yield item
+        elif profile.strategy == "llms-index":
+            for request in self.index_requests(profile):
+                yield request
+        elif profile.strategy == "sitemap":
+            self.known_urls.update(page_key(u) for u in profile.page_urls)
+            for url in profile.page_urls:
+                yield Request(url, callback=self.parse_page)
+        else:
+            self.known_urls.add(page_key(profile.url))
+            yield Request(profile.url, callback=self.parse_page, cb_kwargs={"follow": True})
+
+    # llms-full -------------------------------------------------------------
+
+    def corpus_items(self, profile: SiteProfile) -> Iterator[DocumentItem]:
+        assert profile.corpus is not None
+        sections = coalesce(split_sections(profile.corpus), self.max_sections, self.file_bytes)
+        fetched_at = utc_now()
+        base = profile.source.split("#", 1)[0]
+        for section in sections:
+            url = f"{base}#{section.slug}"
+            self.known_urls.add(url)
+            self.fetched_urls.add(url)
+            yield self.document(url, section.title, section.text, "corpus", fetched_at)
+
+    # llms-index ------------------------------------------------------------
+
+    def index_requests(self, profile: SiteProfile) -> Iterator[Request]:
+        assert profile.index is not None
+        for link in profile.index.links:
+            if link.optional and not self.include_optional:
+                continue
+            self.known_urls.add(page_key(link.url))
+            twin = markdown_twin(link.url)
+            meta = {"skillgraph_link": link.url, "skillgraph_title": link.name}
+            if twin:
+                yield Request(twin, callback=self.parse_twin, errback=self.twin_failed,
+                              meta={**meta, "handle_httpstatus_all": True})
+            else:
+                yield Request(link.url, callback=self.parse_page, meta=meta)
+
+    def parse_twin(self, response: Response) -> Iterator[Any]:
+        """Use the ``.md`` twin when it is real markdown; otherwise fetch the page itself."""
+        if response.status == 200 and self.is_markdown(response):
+            yield from self.parse_page(response)
+            return
+        self.crawler.stats.inc_value("skillgraph/llms/twin_missing")
+        yield self._original(response.request)
+
+    def twin_failed(self, failure: Any) -> Iterator[Request]:
+        self.crawler.stats.inc_value("skillgraph/llms/twin_error")
+        yield self._original(failure.request)
+
+    def _original(self, request: Request | None) -> Request:
+        assert request is not None
+        meta = {k: v for k, v in request.meta.items() if k.startswith("skillgraph_")}
+        return Request(request.meta["skillgraph_link"], callback=self.parse_page, meta=meta)
+
+    # pages ------------------------------------------------------------------
+
+    @staticmethod
+    def is_markdown(response: Response) -> bool:
+        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+        body_head = response.body[:256].decode("utf-8", "replace")
+        if looks_like_html(body_head, ctype):
+            return False
+        path = urlsplit(response.url).path.lower()
+        return ctype.startswith(_MARKDOWN_TYPES) or path.endswith((".md", ".markdown", ".mdx"))
+
+    def parse_page(self, response: Response, follow: bool = False) -> Iterator[Any]:
+        link = response.meta.get("skillgraph_link", response.url)
+        self.fetched_urls.add(page_key(link))
+        if follow and isinstance(response, HtmlResponse):
+            yield from self.follow_links(response)
+        if self.is_markdown(response):
+            text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
+            title = self.markdown_title(text) or response.meta.get("skillgraph_title", "")
+            yield self.document(link, title, text, "markdown", utc_now())
+            return
+        if not isinstance(response, HtmlResponse):
+            self.crawler.stats.inc_value("skillgraph/page/skipped_not_document")
+            return
+        from skillgraph.extract import extract_response
+
+        extraction = extract_response(response)
+        title = extraction.title or response.meta.get("skillgraph_title", "")
+        yield self.document(link, title, extraction.markdown, "html", utc_now())
+
+    def follow_links(self, response: HtmlResponse) -> Iterator[Request]:
+        assert self.profile is not None
+        scope = self.profile.scope
+        for link in self.link_extractor.extract_links(response):
+            if not in_scope(link.url, scope):
+                self.crawler.stats.inc_value("skillgraph/crawl/out_of_scope")
+                continue
+            key = page_key(link.url)
+            if key in self.known_urls:
+                continue
+            self.known_urls.add(key)
+            yield Request(link.url, callback=self.parse_page, cb_kwargs={"follow": True})
+
+    @property
+    def link_extractor(self) -> LinkExtractor:
+        if not hasattr(self, "_link_extractor"):
+            self._link_extractor = LinkExtractor(deny_extensions=_NOT_PAGES, canonicalize=False, unique=True)
+        return self._link_extractor
+
+    @staticmethod
+    def markdown_title(text: str) -> str:
+        match = _H1.search(text[:4000])
+        return match.group(1).strip() if match else ""
+
+    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem:
+        assert self.profile is not None
+        return DocumentItem(
+            url=url,
+            title=title,
+            markdown=markdown,
+            fetched_at=fetched_at,
+            source=self.profile.source,
+            domain=self.site_domain,
+            strategy=self.profile.strategy,
+            tier=tier,
+        )
+
+
+def _not_pages() -> list[str]:
+    from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+    return [*IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"]
+
+
+_NOT_PAGES = _not_pages()
+

@@ -1,0 +1,99 @@
+"""URL helpers shared by the profiler, the spiders and the graph writer.
+
+The *scope* of a URL is its directory as an absolute URL ending in ``/``
+(DESIGN.md, "Precise definitions"): ``/docs`` and ``/docs/`` both give
+``/docs/``, ``/docs/intro.html`` gives ``/docs/``. A bare ``/docs`` is read as
+a directory because documentation roots are linked without the slash far more
+often than extension-less leaf pages are given as start URLs.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def scope_of(url: str) -> str:
+    """The directory of ``url`` as an absolute URL ending in ``/``."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    if not path.endswith("/"):
+        last = path.rsplit("/", 1)[-1]
+        path = path + "/" if "." not in last else path.rsplit("/", 1)[0] + "/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def parent_scopes(scope: str) -> list[str]:
+    """``scope`` and each parent directory up to the root, nearest first."""
+    parts = urlsplit(scope)
+    segments = [s for s in parts.path.split("/") if s]
+    scopes = []
+    for depth in range(len(segments), -1, -1):
+        path = "/" + "".join(s + "/" for s in segments[:depth])
+        scopes.append(urlunsplit((parts.scheme, parts.netloc, path, "", "")))
+    return scopes
+
+
+def root_of(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
+
+
+def in_scope(url: str, scope: str) -> bool:
+    """True when ``url`` is on the scope's origin and under its path."""
+    u, s = urlsplit(url), urlsplit(scope)
+    if (u.scheme, u.netloc.lower()) != (s.scheme, s.netloc.lower()):
+        return False
+    return (u.path or "/").startswith(s.path) or (u.path + "/") == s.path
+
+
+def default_graph_name(url: str) -> str:
+    """The host, plus ``_PORT`` when the port is not the scheme's default."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "site").lower()
+    port = parts.port
+    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+        return f"{host}_{port}"
+    return host
+
+
+def page_key(url: str) -> str:
+    """A canonical key for page identity (fragment kept: llms-full sections differ by it)."""
+    fragment = urlsplit(url).fragment
+    base = canonicalize_url(url, keep_fragments=False)
+    return f"{base}#{fragment}" if fragment else base
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_stem_for(url: str, scope: str) -> str:
+    """A readable, flat file stem for a page URL, relative to the scope.
+
+    ``https://h/docs/library/json.html`` under ``https://h/docs/`` gives
+    ``library-json``; the scope's index gives ``index``; a fragment (an
+    llms-full section) gives the section's slug.
+    """
+    parts = urlsplit(url)
+    if parts.fragment:
+        return _UNSAFE.sub("-", parts.fragment).strip("-.").lower() or "section"
+    path = parts.path
+    scope_path = urlsplit(scope).path
+    if in_scope(url, scope):
+        path = path[len(scope_path) :] if path.startswith(scope_path) else ""
+    path = path.strip("/")
+    if not path:
+        return "index"
+    stem, ext = posixpath.splitext(path)
+    if ext.lower() not in {".html", ".htm", ".md", ".txt", ".php", ".aspx", ".xhtml"}:
+        stem = path
+    if stem.endswith("/index") and len(stem) > len("/index"):
+        stem = stem[: -len("/index")]
+    if parts.query:
+        stem += "-" + parts.query
+    return _UNSAFE.sub("-", stem.replace("/", "-")).strip("-.") or "index"

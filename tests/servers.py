@@ -1,0 +1,111 @@
+"""Real HTTP servers for the tests: one origin per fixture site, on 127.0.0.1:0.
+
+Each site is a directory served by ``http.server`` in a thread, plus per-path
+rules (status, extra headers, delays, bodies) for the cases a static tree
+cannot express: a ``Link`` header, a 500 on every page, a slow response.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Rule:
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    delay: float = 0.0
+
+
+class SiteServer:
+    """Serve ``root`` on a free loopback port until :meth:`stop`."""
+
+    def __init__(self, root: Path, rules: dict[str, Rule] | None = None, default: Rule | None = None) -> None:
+        self.root = Path(root)
+        self.rules: dict[str, Rule] = rules or {}
+        self.default = default  # applied to every path without its own rule
+        self.requests: list[tuple[float, str, dict[str, str]]] = []
+        server = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, directory=str(server.root), **kwargs)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.requests.append((time.monotonic(), self.path, dict(self.headers.items())))
+                rule = server.rules.get(self.path.split("?")[0]) or server.default
+                if rule is None:
+                    return super().do_GET()
+                if rule.delay:
+                    time.sleep(rule.delay)
+                if rule.body is None and rule.status is None:
+                    self._extra = rule.headers
+                    return super().do_GET()
+                body = rule.body if rule.body is not None else b""
+                self.send_response(rule.status or 200)
+                for name, value in rule.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def end_headers(self) -> None:
+                for name, value in getattr(self, "_extra", {}).items():
+                    self.send_header(name, value)
+                super().end_headers()
+
+            def guess_type(self, path: Any) -> str:
+                p = str(path)
+                if p.endswith(".md"):
+                    return "text/markdown; charset=utf-8"
+                if p.endswith(".txt"):
+                    return "text/plain; charset=utf-8"
+                if p.endswith(".gz"):
+                    return "application/gzip"
+                return super().guess_type(path)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def paths(self) -> list[str]:
+        return [path for _, path, _ in self.requests]
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def copy_site(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def gzip_in_place(plain: Path) -> Path:
+    """Replace ``a.xml`` by ``a.xml.gz``."""
+    packed = plain.with_name(plain.name + ".gz")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    return packed

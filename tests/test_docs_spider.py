@@ -1,0 +1,121 @@
+"""Real crawls over loopback, one per strategy, asserting on files, sources.json and stats."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.conftest import CrawlResult
+from tests.servers import SiteServer
+
+HTML_TAG = re.compile(r"</?(?:html|head|body|div|span|p|a|script|style|nav|main|table|tr|td|pre|code|ul|li|h[1-6])\b[^>]*>",
+                      re.I)
+
+
+def assert_built(result: CrawlResult, strategy: str, min_pages: int) -> dict:
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.graph.is_symlink(), "graphs/<name> is switched atomically as a symlink"
+    sources = result.sources
+    assert sources["scrape_profile"]["strategy"] == strategy
+    assert len(sources["pages"]) >= min_pages
+    files = {p.name for p in result.markdown_files()}
+    assert {p["file"] for p in sources["pages"]} == files
+    assert result.stats["skillgraph/graph/pages"] == len(sources["pages"])
+    for page in sources["pages"]:
+        assert set(page) == {"url", "file", "sha256", "fetched_at", "tier", "quality"}
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", page["fetched_at"])
+        assert page["tier"] in {"corpus", "markdown", "html", "negotiated", "render", "best-effort"}
+    for key in ("name", "built_at", "scrape_profile", "pages", "truncated", "warnings", "changes"):
+        assert key in sources
+    return sources
+
+
+def test_docs_scope_llms_full_beats_root_marketing_index(crawl, sites: dict[str, SiteServer]) -> None:
+    site = sites["llms_scoped"]
+    result = crawl("docs", url=site.url + "docs/", graph="scoped")
+    sources = assert_built(result, "llms-full", 5)
+    assert sources["scrape_profile"]["source"] == site.url + "docs/llms-full.txt"
+    assert "/llms.txt" not in site.paths(), "the root marketing index is never probed once docs wins"
+    assert all(p["tier"] == "corpus" for p in sources["pages"])
+    corpus = (Path(__file__).resolve().parents[2] / "shared/corpus/llms_full/litellm-docs__static_llms-full.txt")
+    joined = "".join((result.graph / p["file"]).read_text() for p in sources["pages"])
+    assert joined == corpus.read_text(), "the section files together hold the whole corpus, in order"
+    assert all("#" in p["url"] for p in sources["pages"])
+
+
+def test_stub_llms_full_falls_through_to_index_with_html_links(crawl, sites: dict[str, SiteServer]) -> None:
+    site = sites["llms_stub"]
+    result = crawl("docs", url=site.url + "docs/", graph="stub")
+    sources = assert_built(result, "llms-index", 4)
+    probes = {p["url"]: p["outcome"] for p in sources["scrape_profile"]["probes"]}
+    assert probes[site.url + "docs/llms-full.txt"].startswith("rejected:")
+    assert probes[site.url + "docs/llms.txt"] == "accepted"
+    by_url = {p["url"]: p for p in sources["pages"]}
+    assert by_url[site.url + "docs/guide.html"]["tier"] == "markdown", "the .md twin is preferred"
+    assert by_url[site.url + "docs/api.html"]["tier"] == "html", "no twin: the HTML page is extracted"
+    assert by_url[site.url + "docs/notes/changelog.md"]["tier"] == "markdown"
+    assert site.url + "docs/history.html" in by_url, "the Optional section is fetched by default"
+    api = (result.graph / by_url[site.url + "docs/api.html"]["file"]).read_text()
+    assert "client = acme.connect" in api and "```" in api
+    assert "© Acme" not in api
+    for md in result.markdown_files():
+        assert not HTML_TAG.search(md.read_text()), f"HTML left in {md.name}"
+
+
+def test_robots_sitemap_index_with_gz_child(crawl, sites: dict[str, SiteServer]) -> None:
+    site = sites["sitemap_site"]
+    result = crawl("docs", url=site.url + "docs/", graph="maps")
+    sources = assert_built(result, "sitemap", 3)
+    assert sources["scrape_profile"]["source"] == site.url + "maps/index.xml"
+    urls = {p["url"] for p in sources["pages"]}
+    assert urls == {site.url + "docs/", site.url + "docs/install.html", site.url + "docs/usage.html"}
+    assert "/blog/launch.html" not in site.paths(), "sitemap URLs outside the scope are skipped"
+    assert "/maps/pages.xml.gz" in site.paths()
+    assert sources["truncated"] is None
+
+
+def test_no_index_crawls_within_scope(crawl, sites: dict[str, SiteServer]) -> None:
+    site = sites["crawl_site"]
+    result = crawl("docs", url=site.url + "docs/index.html", graph="crawled")
+    sources = assert_built(result, "crawl", 7)
+    assert len(sources["pages"]) == 7
+    assert "/other/elsewhere.html" not in site.paths()
+    assert result.stats["skillgraph/crawl/out_of_scope"] >= 1
+    assert sources["truncated"] is None
+
+
+def test_max_pages_cap_is_recorded(crawl, sites: dict[str, SiteServer]) -> None:
+    site = sites["crawl_site"]
+    result = crawl("docs", url=site.url + "docs/", graph="capped", settings={"SKILLGRAPH_MAX_PAGES": 3})
+    sources = assert_built(result, "crawl", 3)
+    assert len(sources["pages"]) == 3
+    assert sources["truncated"]["reason"] == "max_pages"
+    assert sources["truncated"]["limit"] == 3
+    assert sources["truncated"]["skipped"] >= 1
+    assert result.stats["finish_reason"] == "max_pages"
+    assert any(w["kind"] == "truncated" for w in sources["warnings"])
+    assert "truncated" in result.log
+
+
+def test_failed_rebuild_keeps_the_old_graph(crawl, sites: dict[str, SiteServer], tmp_path: Path) -> None:
+    graphs = tmp_path / "keep"
+    good = crawl("docs", graphs=graphs, url=sites["crawl_site"].url + "docs/", graph="kept")
+    before = assert_built(good, "crawl", 7)
+    snapshot = {p.name: p.read_text() for p in good.graph.iterdir()}
+    bad = crawl("docs", graphs=graphs, url=sites["broken"].url + "docs/", graph="kept")
+    assert bad.returncode == 0
+    assert {p.name: p.read_text() for p in bad.graph.iterdir()} == snapshot
+    failed = json.loads((graphs / "kept.failed.json").read_text())
+    assert failed["reason"] == "no pages were written" and failed["kept_previous"] is True
+    assert bad.stats["skillgraph/graph/failed"] == "no pages were written"
+    assert json.loads((graphs / "kept" / "sources.json").read_text())["built_at"] == before["built_at"]
+
+
+def test_rebuild_reports_changes(crawl, sites: dict[str, SiteServer], tmp_path: Path) -> None:
+    graphs = tmp_path / "changes"
+    first = crawl("docs", graphs=graphs, url=sites["sitemap_site"].url + "docs/", graph="again")
+    assert assert_built(first, "sitemap", 3)["changes"] == {"new": 3, "changed": 0, "unchanged": 0, "removed": 0}
+    second = crawl("docs", graphs=graphs, url=sites["sitemap_site"].url + "docs/", graph="again")
+    assert assert_built(second, "sitemap", 3)["changes"] == {"new": 0, "changed": 0, "unchanged": 3, "removed": 0}
+    assert not (graphs / "again.failed.json").exists()

@@ -17,3 +17,7 @@ build_warning = object()
 #: A bound stopped the build early. Args: ``reason`` ("max_pages" | "crawl_timeout"),
 #: ``limit`` (int: pages or seconds).
 build_truncated = object()
+
+#: A page is known unchanged without a new body (HTTP 304, or skipped by recency
+#: dedup): the graph writer carries the previous build's file over. Args: ``url`` (str).
+page_not_modified = object()

@@ -29,7 +29,7 @@ from scrapy import signals
 
 from skillgraph.items import sha256_text
 from skillgraph.profiler import utc_now
-from skillgraph.signals import build_truncated, build_warning, profile_detected
+from skillgraph.signals import build_truncated, build_warning, page_not_modified, profile_detected
 from skillgraph.urls import file_stem_for
 
 if TYPE_CHECKING:
@@ -65,6 +65,8 @@ class GraphWriterPipeline:
         crawler.signals.connect(self.on_warning, signal=build_warning)
         crawler.signals.connect(self.on_truncated, signal=build_truncated)
         crawler.signals.connect(self.on_profile, signal=profile_detected)
+        crawler.signals.connect(self.carry_over, signal=page_not_modified)
+        self._previous: dict[str, dict[str, Any]] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GraphWriterPipeline:
@@ -129,6 +131,35 @@ class GraphWriterPipeline:
         self.crawler.stats.inc_value("skillgraph/graph/pages")
         return item
 
+    def previous_pages(self) -> dict[str, dict[str, Any]]:
+        """The live graph's page records by URL (empty when there is none)."""
+        if self._previous is None:
+            self._previous = {}
+            old = self.live_path / "sources.json"
+            if old.exists():
+                try:
+                    self._previous = {p["url"]: p for p in json.loads(old.read_text("utf-8"))["pages"]}
+                except (ValueError, KeyError, TypeError):
+                    logger.warning("Unreadable previous %s; nothing to compare with", old, exc_info=True)
+        return self._previous
+
+    def carry_over(self, url: str) -> None:
+        """Copy an unchanged page (no new body) from the live graph into this build."""
+        previous = self.previous_pages().get(url)
+        if previous is None or self.staging is None or url in self.files:
+            self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
+            return
+        source = self.live_path / previous["file"]
+        if not source.exists():
+            self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
+            return
+        file_name = self._file_name(url)
+        shutil.copyfile(source, self.staging / file_name)
+        self.files[url] = file_name
+        self.pages.append({**previous, "file": file_name})
+        self.crawler.stats.inc_value("skillgraph/graph/carried_over")
+        self.crawler.stats.inc_value("skillgraph/graph/pages")
+
     def _file_name(self, url: str) -> str:
         scope = self.profile.scope if self.profile else url
         stem = file_stem_for(url, scope)[:120]
@@ -176,13 +207,7 @@ class GraphWriterPipeline:
         return data
 
     def _changes(self) -> dict[str, int]:
-        previous: dict[str, str] = {}
-        old = self.live_path / "sources.json"
-        if old.exists():
-            try:
-                previous = {p["url"]: p["sha256"] for p in json.loads(old.read_text("utf-8"))["pages"]}
-            except (ValueError, KeyError, TypeError):
-                logger.warning("Unreadable previous %s; changes counted against nothing", old, exc_info=True)
+        previous = {url: page["sha256"] for url, page in self.previous_pages().items()}
         current = {p["url"]: p["sha256"] for p in self.pages}
         new = sum(1 for u in current if u not in previous)
         changed = sum(1 for u, h in current.items() if u in previous and previous[u] != h)

@@ -16,6 +16,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from skillgraph.extract import extract_response
 from skillgraph.items import DocumentItem
 from skillgraph.llms import coalesce, looks_like_html, markdown_twin, split_sections
 from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
@@ -78,14 +79,20 @@ class SkillgraphSpider(Spider):
         return self.domain or (urlsplit(self.site_url).hostname or "")
 
     async def start(self) -> AsyncIterator[Any]:
-        profile = await self.profiler.profile(self.site_url, scope=self.site_scope, strategy=self.strategy)
-        self.profile = profile
+        self.profile = await self.detect()
+        for output in self.strategy_output(self.profile):
+            yield output
+
+    async def detect(self) -> SiteProfile:
+        """Run the SiteProfiler; a spider with its own enumeration (MediaWiki) overrides this."""
+        return await self.profiler.profile(self.site_url, scope=self.site_scope, strategy=self.strategy)
+
+    def strategy_output(self, profile: SiteProfile) -> Iterator[Any]:
+        """The first requests (or, for a corpus, the items) of the chosen strategy."""
         if profile.strategy == "llms-full":
-            for item in self.corpus_items(profile):
-                yield item
+            yield from self.corpus_items(profile)
         elif profile.strategy == "llms-index":
-            for request in self.index_requests(profile):
-                yield request
+            yield from self.index_requests(profile)
         elif profile.strategy == "sitemap":
             self.known_urls.update(page_key(u) for u in profile.page_urls)
             for url in profile.page_urls:
@@ -164,8 +171,10 @@ class SkillgraphSpider(Spider):
         if not isinstance(response, HtmlResponse):
             self.crawler.stats.inc_value("skillgraph/page/skipped_not_document")
             return
-        from skillgraph.extract import extract_response
+        yield from self.html_document(response, link)
 
+    def html_document(self, response: HtmlResponse, link: str) -> Iterator[Any]:
+        """Extract an HTML page into a document (the ``html`` tier)."""
         extraction = extract_response(response)
         title = extraction.title or response.meta.get("skillgraph_title", "")
         yield self.document(link, title, extraction.markdown, "html", utc_now())

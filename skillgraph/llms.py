@@ -14,7 +14,9 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX_H12 = re.compile(r"^ {0,3}(#{1,2})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
-_LIST_LINK = re.compile(r"^\s*[-*+]\s+\[(?P<name>[^\]]+)\]\((?P<url>[^)\s]+)(?:\s+\"[^\"]*\")?\)(?:\s*:\s*(?P<notes>.*))?")
+_LIST_LINK = re.compile(
+    r"^\s*[-*+]\s+\[(?P<name>[^\]]+)\]\((?P<url>[^)\s]+)(?:\s+\"[^\"]*\")?\)(?:\s*:\s*(?P<notes>.*))?"
+)
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 _H2 = re.compile(r"^##\s+(.+?)\s*#*\s*$")
 _SLUG_DROP = re.compile(r"[^\w\- ]+", re.UNICODE)
@@ -106,9 +108,7 @@ def markdown_twin(url: str) -> str | None:
     last = path.rsplit("/", 1)[-1]
     if path.endswith("/"):
         path += "index.html.md"
-    elif last.lower().endswith((".html", ".htm")):
-        path += ".md"
-    elif "." not in last:
+    elif last.lower().endswith((".html", ".htm")) or "." not in last:
         path += ".md"
     else:
         return None

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.http.request import NO_CALLBACK
 
@@ -35,13 +36,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("llms-full", "llms-index", "sitemap", "crawl")
+UNREACHABLE_AFTER = 2  # consecutive network errors (after retries) before the host counts as down
 _LINK_LLMS = re.compile(r"<([^>]+)>\s*;[^,]*rel=\"?llms-txt\"?", re.I)
 _MD_LINK = re.compile(r"\[[^\]]+\]\([^)\s]+")
 
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -120,17 +122,23 @@ class _ProfileRun:
         self.url = url
         self.scope = scope
         self.probes: list[Probe] = []
+        self.network_errors = 0  # consecutive network failures
 
     def _done(self, strategy: str, source: str, **extra: Any) -> SiteProfile:
         return SiteProfile(self.url, strategy, self.scope, source, utc_now(), self.probes, **extra)
 
     async def _get(self, url: str) -> Response | None:
+        if self.network_errors >= UNREACHABLE_AFTER:
+            return None  # the host does not answer: stop probing it, the crawl will say so
         try:
             response = await self.p.fetch(url)
         except Exception as exc:
             reason = str(exc) or type(exc).__name__
             self.probes.append(Probe(url, None, f"error: {reason[:200]}"))
+            if not isinstance(exc, IgnoreRequest):
+                self.network_errors += 1
             return None
+        self.network_errors = 0
         if urlsplit(response.url).netloc.lower() != urlsplit(url).netloc.lower():
             self.probes.append(Probe(url, response.status, f"rejected: redirected off-host to {response.url}"))
             return None
@@ -157,9 +165,8 @@ class _ProfileRun:
                     return profile
                 if profile := await self._link_header():
                     return profile
-        if forced in (None, "sitemap"):
-            if profile := await self._sitemaps():
-                return profile
+        if forced in (None, "sitemap") and (profile := await self._sitemaps()):
+            return profile
         return self._done("crawl", self.url)
 
     def _text(self, response: Response) -> str:
@@ -172,7 +179,7 @@ class _ProfileRun:
         if response is None:
             return None
         text = self._text(response)
-        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if looks_like_html(text, ctype):
             self.probes.append(Probe(url, response.status, "rejected: HTML"))
             return None
@@ -190,7 +197,7 @@ class _ProfileRun:
 
     def _read_index(self, url: str, response: Response) -> SiteProfile | None:
         text = self._text(response)
-        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if looks_like_html(text, ctype):
             self.probes.append(Probe(url, response.status, "rejected: HTML"))
             return None
@@ -232,8 +239,9 @@ class _ProfileRun:
 
     async def _sitemap(self, url: str) -> SiteProfile | None:
         """Expand one sitemap (index, children, ``.gz``) into the in-scope page URLs."""
-        pending, seen, pages, skipped = [url], {url}, [], 0
-        fetched = 0
+        pending, seen, skipped = [url], {url}, 0
+        pages: list[str] = []
+        fetched = parsed_any = 0
         while pending and fetched < self.p.max_sitemaps and len(pages) < self.p.max_sitemap_urls:
             current = pending.pop(0)
             fetched += 1
@@ -245,6 +253,7 @@ class _ProfileRun:
             except SitemapError as exc:
                 self.probes.append(Probe(current, response.status, f"rejected: {exc}"))
                 continue
+            parsed_any += 1
             if parsed.kind == "sitemapindex":
                 children = [u for u in parsed.locs if u not in seen]
                 seen.update(children)
@@ -258,7 +267,7 @@ class _ProfileRun:
         if pending:
             logger.warning("Sitemap %s: %d child sitemaps left unread (bound reached)", url, len(pending))
         if not pages:
-            if fetched:
+            if parsed_any:
                 self.probes.append(Probe(url, None, "rejected: no URLs in scope"))
             return None
         unique = list(dict.fromkeys(pages))

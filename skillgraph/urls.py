@@ -13,8 +13,6 @@ import posixpath
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from w3lib.url import canonicalize_url
-
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -63,10 +61,12 @@ def default_graph_name(url: str) -> str:
 
 
 def page_key(url: str) -> str:
-    """A canonical key for page identity (fragment kept: llms-full sections differ by it)."""
-    fragment = urlsplit(url).fragment
-    base = canonicalize_url(url, keep_fragments=False)
-    return f"{base}#{fragment}" if fragment else base
+    """The identity of a fetched page in the build's bookkeeping: the URL without its fragment.
+
+    Deliberately not ``canonicalize_url``: this runs for every link of every
+    page, and the dupefilter canonicalises the requests that matter.
+    """
+    return url.split("#", 1)[0]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -96,4 +96,4 @@ def file_stem_for(url: str, scope: str) -> str:
         stem = stem[: -len("/index")]
     if parts.query:
         stem += "-" + parts.query
-    return _UNSAFE.sub("-", stem.replace("/", "-")).strip("-.") or "index"
+    return re.sub(r"-{2,}", "-", _UNSAFE.sub("-", stem.replace("/", "-"))).strip("-.") or "index"

@@ -9,8 +9,9 @@ from pathlib import Path
 from tests.conftest import CrawlResult
 from tests.servers import SiteServer
 
-HTML_TAG = re.compile(r"</?(?:html|head|body|div|span|p|a|script|style|nav|main|table|tr|td|pre|code|ul|li|h[1-6])\b[^>]*>",
-                      re.I)
+HTML_TAG = re.compile(
+    r"</?(?:html|head|body|div|span|p|a|script|style|nav|main|table|tr|td|pre|code|ul|li|h[1-6])\b[^>]*>", re.I
+)
 
 
 def assert_built(result: CrawlResult, strategy: str, min_pages: int) -> dict:

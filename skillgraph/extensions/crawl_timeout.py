@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import deferred_from_coro
-from twisted.internet import reactor
 
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.internet.interfaces import IDelayedCall
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ class CrawlTimeout:
         if self.timeout <= 0:
             raise NotConfigured("SKILLGRAPH_CRAWL_TIMEOUT is 0")
         self.crawler = crawler
-        self.call: IDelayedCall | None = None
+        self.call: CallLaterResult | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -39,7 +38,7 @@ class CrawlTimeout:
         return cls(crawler)
 
     def spider_opened(self) -> None:
-        self.call = reactor.callLater(self.timeout, self.expire)  # type: ignore[attr-defined]
+        self.call = call_later(self.timeout, self.expire)
 
     def expire(self) -> None:
         self.call = None
@@ -53,6 +52,6 @@ class CrawlTimeout:
         await self.crawler.engine.close_spider_async(reason="crawl_timeout")
 
     def spider_closed(self) -> None:
-        if self.call is not None and self.call.active():
-            self.call.cancel()
-        self.call = None
+        call, self.call = self.call, None
+        if call is not None:
+            call.cancel()

@@ -184,8 +184,8 @@ class GraphWriterPipeline:
     def _sources(self) -> dict[str, Any]:
         spider = self.crawler.spider
         if self.truncated is not None:
-            known = getattr(spider, "known_urls", set())
-            fetched = getattr(spider, "fetched_urls", set())
+            known: set[str] = getattr(spider, "known_urls", set())
+            fetched: set[str] = getattr(spider, "fetched_urls", set())
             # Never fetched, plus fetched but dropped at the page bound: not in the graph either way.
             dropped = self.crawler.stats.get_value("skillgraph/page_budget/dropped", 0)
             self.truncated["skipped"] = len(known - fetched) + dropped

@@ -21,3 +21,7 @@ build_truncated = object()
 #: A page is known unchanged without a new body (HTTP 304, or skipped by recency
 #: dedup): the graph writer carries the previous build's file over. Args: ``url`` (str).
 page_not_modified = object()
+
+#: The build's wall-clock bound is over and the spider could not close in time:
+#: finalise the graph now with what it has. Args: ``reason`` (str).
+build_deadline = object()

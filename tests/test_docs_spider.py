@@ -120,3 +120,30 @@ def test_rebuild_reports_changes(crawl, sites: dict[str, SiteServer], tmp_path: 
     second = crawl("docs", graphs=graphs, url=sites["sitemap_site"].url + "docs/", graph="again")
     assert assert_built(second, "sitemap", 3)["changes"] == {"new": 0, "changed": 0, "unchanged": 3, "removed": 0}
     assert not (graphs / "again.failed.json").exists()
+
+
+def test_crawl_timeout_bounds_a_stuck_site(crawl, tmp_path: Path) -> None:
+    """Pages that never answer cannot hold the build past its bound plus the grace."""
+    import shutil
+
+    from tests.conftest import SITES
+    from tests.servers import Rule
+
+    root = tmp_path / "stuck"
+    shutil.copytree(SITES / "crawl_site", root)
+    stuck = Rule(delay=120)
+    server = SiteServer(root, rules={"/docs/guide/e.html": stuck, "/docs/guide/f.html": stuck})
+    try:
+        result = crawl("docs", url=server.url + "docs/", graph="stuck", timeout=100,
+                       settings={"SKILLGRAPH_CRAWL_TIMEOUT": 4, "SKILLGRAPH_CRAWL_TIMEOUT_GRACE": 3,
+                                 "DOWNLOAD_TIMEOUT": 60, "SKILLGRAPH_RENDER_ENABLED": False})
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    sources = result.sources
+    assert sources["truncated"]["reason"] == "crawl_timeout"
+    assert sources["truncated"]["limit"] == 4
+    assert sources["truncated"]["skipped"] >= 2
+    assert len(sources["pages"]) == 5
+    assert "forcing shutdown" in result.log
+    assert result.stats == {} or result.stats.get("skillgraph/crawl_timeout/forced") == 1

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from skillgraph.signals import build_deadline
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -33,12 +35,13 @@ class StatsFile:
         self.path = Path(path)
         self.crawler = crawler
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(self.engine_stopped, signal=build_deadline)  # the process ends right after
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatsFile:
         return cls(crawler)
 
-    def engine_stopped(self) -> None:
+    def engine_stopped(self, **_: object) -> None:
         assert self.crawler.stats is not None
         stats = {k: _jsonable(v) for k, v in self.crawler.stats.get_stats().items()}
         tmp = self.path.with_name(f".{self.path.name}.tmp")

@@ -29,7 +29,7 @@ from scrapy import signals
 
 from skillgraph.items import sha256_text
 from skillgraph.profiler import utc_now
-from skillgraph.signals import build_truncated, build_warning, page_not_modified, profile_detected
+from skillgraph.signals import build_deadline, build_truncated, build_warning, page_not_modified, profile_detected
 from skillgraph.urls import file_stem_for
 
 if TYPE_CHECKING:
@@ -60,12 +60,15 @@ class GraphWriterPipeline:
         self.truncated: dict[str, Any] | None = None
         self.profile: SiteProfile | None = None
         self.files: dict[str, str] = {}  # page URL -> file name
+        self.hashes: dict[str, str] = {}  # sha256 -> first page URL with that content
         self.staging: Path | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.on_warning, signal=build_warning)
         crawler.signals.connect(self.on_truncated, signal=build_truncated)
         crawler.signals.connect(self.on_profile, signal=profile_detected)
         crawler.signals.connect(self.carry_over, signal=page_not_modified)
+        crawler.signals.connect(self.on_deadline, signal=build_deadline)
+        self.finished = False
         self._previous: dict[str, dict[str, Any]] | None = None
 
     @classmethod
@@ -103,7 +106,7 @@ class GraphWriterPipeline:
         self.warnings.append(entry)
 
     def on_truncated(self, reason: str, limit: int) -> None:
-        if self.truncated is None:
+        if self.truncated is None and self.builds_graph:
             self.truncated = {"limit": limit, "reason": reason, "skipped": 0}
             logger.warning("Build of %s truncated: %s reached (%s)", self.name, reason, limit)
             self.on_warning("truncated", None, f"{reason} reached ({limit}); the graph is incomplete")
@@ -111,12 +114,21 @@ class GraphWriterPipeline:
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
         assert self.staging is not None
+        if self.finished:  # finalised at the deadline; the build folder is closed
+            self.crawler.stats.inc_value("skillgraph/graph/after_deadline")
+            return item
         url = adapter["url"]
         if url in self.files:
             self.crawler.stats.inc_value("skillgraph/graph/duplicate_url")
             return item
         markdown: str = adapter["markdown"]
         adapter["sha256"] = sha256_text(markdown)
+        if adapter["tier"] != "corpus" and adapter["sha256"] in self.hashes:
+            # The same page under a second URL (``/docs/`` and ``/docs/index.html``): one file.
+            self.crawler.stats.inc_value("skillgraph/graph/duplicate_content")
+            logger.debug("%s has the same content as %s; not written twice", url, self.hashes[adapter["sha256"]])
+            return item
+        self.hashes[adapter["sha256"]] = url
         file_name = self._file_name(url)
         (self.staging / file_name).write_text(markdown, encoding="utf-8")
         self.files[url] = file_name
@@ -146,7 +158,7 @@ class GraphWriterPipeline:
     def carry_over(self, url: str) -> None:
         """Copy an unchanged page (no new body) from the live graph into this build."""
         previous = self.previous_pages().get(url)
-        if previous is None or self.staging is None or url in self.files:
+        if previous is None or self.staging is None or self.finished or url in self.files:
             self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
             return
         source = self.live_path / previous["file"]
@@ -172,9 +184,14 @@ class GraphWriterPipeline:
 
     # finishing --------------------------------------------------------------
 
+    def on_deadline(self, reason: str) -> None:
+        """Finalise now: the process is about to be stopped without a spider_closed."""
+        self.spider_closed(reason)
+
     def spider_closed(self, reason: str) -> None:
-        if self.staging is None:
+        if self.staging is None or self.finished:
             return
+        self.finished = True
         if self.pages and reason in SUCCESS_REASONS:
             self._commit()
         else:

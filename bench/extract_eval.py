@@ -1,0 +1,401 @@
+"""Evaluation gate of the extractor against trafilatura, in one run.
+
+    .venv/bin/python bench/extract_eval.py [--check] [--check-speed] [--limit N] [--json OUT]
+
+Model: trafilatura's ``tests/eval_gate.py``.  Two data sets:
+
+* the Python 3.11 docs (``/usr/share/doc/python3.11/html``): every page whose
+  ``_sources/*.rst.txt`` is over 2,000 bytes and whose ``.html`` exists (the page
+  rule of ``../shared/tools/extract_bench.py``).  Per extractor: token-bag
+  precision/recall/F1 against the reST source, share of the source's code lines
+  found inside fenced code, median time per page.  Every page of ours must also
+  obey the output rules: no ``¶``, no HTML tag outside code, no run of 3+ blank
+  lines outside code.
+* the pairs in ``../shared/corpus/doc_html/`` (built page + its source): every
+  ``<pre>`` block and every code line of the source must be fenced, and no
+  navigation text (link texts of ``nav``/``header``/``footer``/sidebars that the
+  source does not contain) may leak into the markdown.
+
+Token scores are given for two views of the same output: ``markdown`` (the
+markdown as written, exactly what extract_bench.py scores) and ``text`` (what a
+reader of the rendered markdown sees: link destinations and fence info strings
+are not displayed).  trafilatura runs with ``include_links=False``, so its two
+views are the same text; ours differ by the URLs of the links we keep.
+
+``--check`` compares against the minimums pinned in ``extract_thresholds.json``
+and exits 1 on a regression.  Speed is printed and written to ``--json`` but only
+gated by ``--check-speed`` (times are CPU time of this process, so a loaded
+machine skews both extractors alike, but it stays a timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from skillgraph.extract import html_to_markdown  # noqa: E402
+
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
+CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+THRESHOLDS = Path(__file__).with_name("extract_thresholds.json")
+
+# --- measures: same definitions as ../shared/tools/extract_bench.py -------------------
+# (tests/test_extract_eval.py checks they behave identically to that file's)
+TOK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def toks(s):
+    return collections.Counter(t.lower() for t in TOK.findall(s))
+
+
+SIG = re.compile(r"^\s*\.\. (?:py:|c:|std:)?(function|method|class|attribute|data|exception|decorator|decoratormethod|"
+                 r"classmethod|staticmethod|coroutinefunction|coroutinemethod|abstractmethod|property|member|macro|"
+                 r"type|var|struct|cmdoption|option|envvar|describe|opcode|pdbcommand|monitoring-event)::\s*(.*)$")
+LABEL = {"note": "Note", "warning": "Warning", "seealso": "See also", "versionadded": "New in version",
+         "versionchanged": "Changed in version", "deprecated": "Deprecated since version",
+         "impl-detail": "CPython implementation detail", "important": "Important", "tip": "Tip",
+         "caution": "Caution", "attention": "Attention", "danger": "Danger", "hint": "Hint", "error": "Error"}
+DIRECTIVE = re.compile(r"^\s*\.\. ([a-z][a-z:-]*)::\s*(.*)$")
+
+
+def rst_text(src):
+    """What a reader of the built page sees, as plain text: prose, code, signatures, admonition labels."""
+    out = []
+    for line in src.splitlines():
+        s = line.strip()
+        m = SIG.match(line)
+        if m:
+            out.append(m.group(2))
+            continue
+        m = DIRECTIVE.match(line)
+        if m:
+            name, arg = m.group(1), m.group(2)
+            if name in LABEL:
+                out.append(LABEL[name] + " " + arg)
+            continue
+        if re.match(r"^:[a-z-]+:", s) or re.fullmatch(r"[=\-~^*#+`\"']{3,}", s):
+            continue
+        line = re.sub(r":(pep|PEP):`([^`<]*)`", r"PEP \2", line)
+        line = re.sub(r":(rfc|RFC):`([^`<]*)`", r"RFC \2", line)
+        out.append(re.sub(r":[a-z:]+:`~?([^`<]*)(?:<[^>]*>)?`", r"\1", line))
+    return "\n".join(out)
+
+
+def code_lines(src):
+    # indented lines after a '::' paragraph or a code-block directive
+    lines, res, i = src.splitlines(), [], 0
+    while i < len(lines):
+        l = lines[i]  # noqa: E741
+        st = l.strip()
+        is_code = st.startswith((".. code-block::", ".. doctest::", ".. testcode::", ".. sourcecode::")) or (
+            st.endswith("::") and not st.startswith(".. "))
+        if is_code:
+            ind0 = len(l) - len(l.lstrip())
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > ind0):
+                s = lines[i].strip()
+                if s and not s.startswith((":", ">>>", "...")) and len(s) > 8:
+                    res.append(s)
+                i += 1
+            continue
+        i += 1
+    return res
+
+
+def fenced(md):
+    blocks = re.findall(r"```[^\n]*\n(.*?)```", md, re.S)
+    return "\n".join(blocks)
+
+
+def ex_trafilatura(html):
+    import trafilatura
+    return trafilatura.extract(html, output_format="markdown", include_formatting=True,
+                               include_tables=True, include_links=False, favor_recall=True) or ""
+# --- end of the shared measures ---------------------------------------------------------
+
+
+def ex_skillgraph(html: str) -> str:
+    return html_to_markdown(html, None)
+
+
+EXTRACTORS: dict[str, Callable[[str], str]] = {"skillgraph": ex_skillgraph, "trafilatura": ex_trafilatura}
+
+_LINK_DEST = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*\)")
+_FENCE_INFO = re.compile(r"^([ >]*`{3,})[^`\n]+$", re.M)
+_CODE_BLOCK = re.compile(r"(?ms)^([ >]*(?:(?:[-*+]|\d+[.)]) +)*)(`{3,})[^\n]*\n.*?^[ >]*\2`*[ \t]*$")
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|<!--")
+
+
+def visible(md: str) -> str:
+    """The rendered reader's text: link destinations and fence info strings removed."""
+    return _FENCE_INFO.sub(r"\1", _LINK_DEST.sub("]", md))
+
+
+def rule_violations(md: str) -> list[str]:
+    """Output rules: no pilcrow anywhere; no HTML tag and no 3+ blank lines outside code."""
+    found = ["pilcrow"] if "¶" in md else []
+    prose = _CODE_SPAN.sub("C", _CODE_BLOCK.sub("CODE", md))
+    match = _TAG.search(prose)
+    if match:
+        found.append("html-tag: " + prose[max(0, match.start() - 40) : match.end() + 10].replace("\n", " "))
+    if "\n\n\n\n" in prose:
+        found.append("blank-run")
+    return found
+
+
+def prf(out: str, ref: collections.Counter[str]) -> tuple[float, float]:
+    got = toks(out)
+    inter = sum((got & ref).values())
+    return inter / max(1, sum(got.values())), inter / max(1, sum(ref.values()))
+
+
+def f1(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def python_pages(root: Path, limit: int | None) -> list[tuple[Path, Path]]:
+    """extract_bench.py's page rule: sources over 2,000 bytes with their .html present."""
+    pages = []
+    for src in sorted((root / "_sources").rglob("*.rst.txt")):
+        rel = src.relative_to(root / "_sources").as_posix()[: -len(".rst.txt")] + ".html"
+        html = root / rel
+        if html.exists() and src.stat().st_size > 2000:
+            pages.append((html, src))
+    return pages[:limit] if limit else pages
+
+
+def eval_python_docs(root: Path, limit: int | None, clock: Callable[[], float]) -> dict[str, Any]:
+    pages = python_pages(root, limit)
+    acc: dict[str, dict[str, list[float]]] = {n: collections.defaultdict(list) for n in EXTRACTORS}
+    violations: dict[str, list[str]] = {}
+    for html_path, src_path in pages:
+        html = html_path.read_text(errors="replace")
+        src = src_path.read_text(errors="replace")
+        ref, lines = toks(rst_text(src)), code_lines(src)
+        for name, fn in EXTRACTORS.items():
+            t0 = clock()
+            out = fn(html)
+            acc[name]["ms"].append((clock() - t0) * 1000)
+            for view, text in (("markdown", out), ("text", visible(out))):
+                p, r = prf(text, ref)
+                acc[name][f"{view}_p"].append(p)
+                acc[name][f"{view}_r"].append(r)
+            if lines:
+                code = fenced(out)
+                acc[name]["code"].append(sum(1 for c in lines if c in code) / len(lines))
+            if name == "skillgraph":
+                found = rule_violations(out)
+                if found:
+                    violations[html_path.relative_to(root).as_posix()] = found
+    result: dict[str, Any] = {"root": str(root), "pages": len(pages), "rule_violations": violations}
+    for name, m in acc.items():
+        row: dict[str, float] = {}
+        for view in ("markdown", "text"):
+            p, r = statistics.mean(m[f"{view}_p"]), statistics.mean(m[f"{view}_r"])
+            row.update({f"{view}_precision": p, f"{view}_recall": r, f"{view}_f1": f1(p, r)})
+        row["code_in_fence"] = statistics.mean(m["code"]) if m["code"] else float("nan")
+        row["median_ms"] = statistics.median(m["ms"])
+        result[name] = row
+    result["speed_ratio"] = result["trafilatura"]["median_ms"] / max(1e-9, result["skillgraph"]["median_ms"])
+    counts = collections.Counter(v.split(":")[0] for found in violations.values() for v in found)
+    result["pages_with"] = {k: counts.get(k, 0) for k in ("pilcrow", "html-tag", "blank-run")}
+    return result
+
+
+# --- doc_html pairs -----------------------------------------------------------------------
+
+_CHROME = (
+    "//nav | //*[@role='navigation'] | //footer | //header[not(.//h1)]"
+    " | //aside[not(contains(@class,'aside')) and not(contains(@class,'admonition'))]"
+)
+_GUTTERS = "//pre//*[contains(@class,'lineno') or contains(@class,'gutter')] | //pre//button"
+_SPACE = re.compile(r"\s+")
+_SOURCES = (".source.rst.txt", ".rendered.md", ".source.md", ".source.mdx")
+
+
+def pairs(corpus: Path) -> list[tuple[Path, list[Path]]]:
+    """Each built page with its sources (rendered twin first), by file-name stem."""
+    found = []
+    for html in sorted((corpus / "doc_html").glob("*/*.html")):
+        stem = html.name[: -len(".html")]
+        stems = {stem, stem.removesuffix(".index")}
+        sources = [html.with_name(s + suffix) for suffix in _SOURCES for s in sorted(stems)]
+        sources = [s for s in sources if s.exists()]
+        if sources:
+            found.append((html, sources))
+    return found
+
+
+def source_code_lines(src: Path) -> list[str]:
+    text = src.read_text(errors="replace")
+    if src.name.endswith(".rst.txt"):
+        return code_lines(text)
+    lines = (line.strip() for line in fenced(text).splitlines())
+    return [s for s in lines if s and not s.startswith((":", ">>>", "...")) and len(s) > 8]
+
+
+def eval_pair(html_path: Path, sources: list[Path], fn: Callable[[str], str]) -> dict[str, Any]:
+    """Code fenced and navigation absent, judged from the page's own markup and its source.
+
+    A ``<pre>`` counts as fenced when its text (line-number gutters and copy buttons
+    aside) is found, whitespace ignored, inside the fenced code of the output.  A
+    navigation text is a link text inside nav/header/footer/sidebar chrome that
+    appears nowhere else on the page; it leaks when the output shows it.
+    """
+    html = html_path.read_text(errors="replace")
+    out = fn(html)
+    code = fenced(out)
+    flat_code = _SPACE.sub("", code)
+    doc = lxml.html.document_fromstring(html)  # our own copy: the checks below may edit it
+    for gutter in doc.xpath(_GUTTERS):
+        gutter.drop_tree()
+    blocks = [b for b in (_SPACE.sub("", pre.text_content()) for pre in doc.iter("pre")) if b]
+    unfenced = [b for b in blocks if b not in flat_code]
+    lines = source_code_lines(sources[0])
+    missing = [c for c in lines if c not in code]
+    chrome = doc.xpath(_CHROME)
+    nav = {" ".join(a.text_content().split()) for el in chrome for a in el.iter("a")}
+    for el in chrome:
+        if el.getparent() is not None:
+            el.drop_tree()
+    body = doc.find("body")
+    rest = " ".join((body if body is not None else doc).text_content().split())
+    nav = {t for t in nav if (len(t) >= 12 or " " in t) and t not in rest}
+    shown = " ".join(visible(out).split())
+    leaks = sorted(t for t in nav if t in shown)
+    return {
+        "page": f"{html_path.parent.name}/{html_path.name}",
+        "source": sources[0].name,
+        "pre_blocks": len(blocks),
+        "pre_blocks_fenced": len(blocks) - len(unfenced),
+        "source_code_lines": len(lines),
+        "source_code_lines_fenced": len(lines) - len(missing),
+        "nav_texts": len(nav),
+        "nav_leaks": leaks,
+        "rule_violations": rule_violations(out),
+    }
+
+
+def eval_doc_html(corpus: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {"pairs": 0}
+    for name, fn in EXTRACTORS.items():
+        rows = [eval_pair(h, s, fn) for h, s in pairs(corpus)]
+        blocks = sum(r["pre_blocks"] + r["source_code_lines"] for r in rows)
+        fenced_ = sum(r["pre_blocks_fenced"] + r["source_code_lines_fenced"] for r in rows)
+        result["pairs"] = len(rows)
+        result[name] = {
+            "code_fenced": fenced_ / blocks if blocks else float("nan"),
+            "nav_leaks": sum(len(r["nav_leaks"]) for r in rows),
+            "rows": rows,
+        }
+    return result
+
+
+# --- report and gate ----------------------------------------------------------------------
+
+
+def report(py: dict[str, Any] | None, doc: dict[str, Any] | None) -> None:
+    if py:
+        print(f"Python docs: {py['pages']} pages from {py['root']}")
+        print(f"{'extractor':12s} {'view':9s} {'P':>6s} {'R':>6s} {'F1':>6s} {'code_in_fence':>14s} {'median_ms':>10s}")
+        for name in EXTRACTORS:
+            row = py[name]
+            for view in ("text", "markdown"):
+                print(f"{name:12s} {view:9s} {row[view + '_precision']:6.3f} {row[view + '_recall']:6.3f} "
+                      f"{row[view + '_f1']:6.3f} {row['code_in_fence']:14.4f} {row['median_ms']:10.2f}")
+        print(f"speed: skillgraph {py['skillgraph']['median_ms']:.2f} ms/page, trafilatura "
+              f"{py['trafilatura']['median_ms']:.2f} ms/page: skillgraph is {py['speed_ratio']:.1f}x faster "
+              f"(median, same run)")
+        print(f"output rules (skillgraph): pages with pilcrow {py['pages_with']['pilcrow']}, with HTML tags "
+              f"{py['pages_with']['html-tag']}, with 3+ blank lines {py['pages_with']['blank-run']}")
+        for page, found in list(py["rule_violations"].items())[:10]:
+            print(f"  {page}: {found}")
+    if doc:
+        print(f"doc_html: {doc['pairs']} pairs from {CORPUS / 'doc_html'}")
+        for name in EXTRACTORS:
+            print(f"  {name:12s} code fenced {doc[name]['code_fenced']:.3f}  nav leaks {doc[name]['nav_leaks']}")
+        for row in doc["skillgraph"]["rows"]:
+            print(f"    {row['page']}: pre {row['pre_blocks_fenced']}/{row['pre_blocks']} fenced, source code lines "
+                  f"{row['source_code_lines_fenced']}/{row['source_code_lines']} ({row['source']}), "
+                  f"nav texts {row['nav_texts']} leaked {row['nav_leaks']}, rules {row['rule_violations']}")
+
+
+def gate(py: dict[str, Any] | None, doc: dict[str, Any] | None, pinned: dict[str, Any], speed: bool) -> list[str]:
+    """Every pinned minimum that the run misses, as a message (empty: pass)."""
+    failures = []
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            failures.append(what)
+
+    p = pinned["python_docs"]
+    if py is None:
+        failures.append(f"Python docs missing at {PYTHON_DOCS}")
+    else:
+        ours, traf = py["skillgraph"], py["trafilatura"]
+        need(py["pages"] >= p["min_pages"], f"pages {py['pages']} < {p['min_pages']}")
+        for key in ("text_precision", "text_recall", "text_f1", "markdown_f1", "code_in_fence"):
+            need(ours[key] >= p[key], f"{key} {ours[key]:.4f} < {p[key]}")
+        gain = ours["text_f1"] - traf["text_f1"]
+        need(gain >= p["min_text_f1_gain_over_trafilatura"],
+             f"text F1 gain over trafilatura {gain:.4f} < {p['min_text_f1_gain_over_trafilatura']}")
+        gain = ours["code_in_fence"] - traf["code_in_fence"]
+        need(gain >= p["min_code_gain_over_trafilatura"],
+             f"code_in_fence gain over trafilatura {gain:.4f} < {p['min_code_gain_over_trafilatura']}")
+        for rule, count in py["pages_with"].items():
+            need(count <= p["max_pages_breaking_rules"], f"{count} pages break the {rule} rule")
+        if speed:
+            need(py["speed_ratio"] >= pinned["speed"]["min_ratio"],
+                 f"speed ratio {py['speed_ratio']:.2f} < {pinned['speed']['min_ratio']}")
+    d = pinned["doc_html"]
+    if doc is None or doc["pairs"] < d["min_pairs"]:
+        failures.append(f"doc_html pairs {doc['pairs'] if doc else 0} < {d['min_pairs']} (corpus at {CORPUS})")
+    else:
+        ours = doc["skillgraph"]
+        need(ours["code_fenced"] >= d["code_fenced"], f"doc_html code fenced {ours['code_fenced']:.3f}")
+        need(ours["nav_leaks"] <= d["max_nav_leaks"], f"doc_html nav leaks {ours['nav_leaks']}")
+        broken = [r["page"] for r in ours["rows"] if r["rule_violations"]]
+        need(not broken, f"doc_html pages breaking output rules: {broken}")
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a pinned minimum is missed")
+    parser.add_argument("--check-speed", action="store_true", help="also gate the speed ratio against trafilatura")
+    parser.add_argument("--limit", type=int, default=None, help="first N Python docs pages only")
+    parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
+    parser.add_argument("--html-root", type=Path, default=PYTHON_DOCS)
+    parser.add_argument("--wall", action="store_true", help="wall-clock instead of process CPU time")
+    args = parser.parse_args(argv)
+    clock = time.perf_counter if args.wall else time.process_time
+    py = eval_python_docs(args.html_root, args.limit, clock) if (args.html_root / "_sources").is_dir() else None
+    doc = eval_doc_html(CORPUS) if (CORPUS / "doc_html").is_dir() else None
+    report(py, doc)
+    if args.json:
+        args.json.write_text(json.dumps({"python_docs": py, "doc_html": doc}, indent=2, default=str))
+    if not (args.check or args.check_speed):
+        return 0
+    failures = gate(py, doc, json.loads(THRESHOLDS.read_text()), args.check_speed)
+    for failure in failures:
+        print(f"REGRESSION: {failure}")
+    print("gate:", "FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""What an element *is*, decided from its tag and attributes only.
+
+The renderer never removes boilerplate from the tree (the spider follows links
+from the same parsed response afterwards); it asks :func:`kind` about every
+element while walking and skips what is chrome.  Class strings repeat
+thousands of times per site, so their analysis is memoised per distinct
+string: one dict lookup per element on the hot path.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+# Bit flags returned by kind().
+SKIP = 1
+ADMONITION = 2
+SIGNATURE = 4
+TABSET = 8
+TABLIST = 16
+TABPANEL = 32
+LAYOUT = 64
+
+#: Never content: scripts, forms, media without text, site chrome landmarks.
+SKIP_TAGS = frozenset(
+    [
+        "script", "style", "noscript", "template", "svg", "button", "form", "input", "select", "textarea", "option",
+        "nav", "iframe", "object", "embed", "canvas", "dialog", "link", "meta", "head", "video", "audio", "source",
+        "track", "map", "area", "colgroup", "col",
+    ]
+)
+
+#: Class tokens that mark chrome on any element.
+_SKIP_TOKENS = frozenset(
+    [
+        "toc", "table-of-contents", "contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
+        "breadcrumbs", "wy-breadcrumbs", "theme-doc-breadcrumbs", "md-path", "sphinxsidebar", "sphinxsidebarwrapper",
+        "related", "rst-footer-buttons", "footer", "pagination", "pagination-nav", "prev-next", "related-pages",
+        "md-footer", "page-footer", "VPDocFooter", "pager", "edit-this-page", "theme-edit-this-page", "edit-page",
+        "edit-link", "md-content__button", "md-source-file", "feedback", "was-this-helpful", "cookie-banner",
+        "cookie-consent", "version-switcher", "version_switcher_placeholder", "language_switcher_placeholder",
+        "version-picker", "skip-link", "skip-to-content", "sr-only", "visually-hidden", "screen-reader-text",
+        "copybutton", "copy-button", "copy", "clipboard", "viewcode-link", "viewcode-back", "mw-editsection", "navbox",
+        "vertical-navbox", "catlinks", "mw-jump-link", "printfooter", "mw-indicators", "theme-doc-toc-mobile",
+        "theme-doc-toc-desktop", "theme-doc-version-badge", "theme-doc-version-banner", "hideme", "out-of-band",
+        "topNav", "bottomNav", "subNav", "navList", "legalCopy", "skipNav", "header-anchor-container", "back-to-top",
+        "content-icon-container", "lang", "buttons", "theme-doc-footer", "theme-last-updated",
+        "docMainContainer-footer", "toc-tree", "toc-sticky", "toc-title", "toc-container", "toc-wrapper",
+        "toc-list", "tocwrapper", "toctree-wrapper", "print:hidden", "print:nx-hidden", "d-print-none", "noprint",
+        "no-print", "hidden-print",
+    ]
+)
+
+#: Class substrings that mark chrome (matched inside each class token).
+_SKIP_SUBSTRINGS = ("breadcrumb", "pagination", "cookie", "edit-this-page", "feedback")
+
+#: Class tokens of permalink anchors; only meaningful on ``<a>`` (Docusaurus
+#: puts class ``anchor`` on the heading itself).
+_ANCHOR_TOKENS = frozenset(
+    [
+        "headerlink", "anchor", "anchorjs-link", "hash-link", "sl-anchor-link", "header-anchor", "anchor-link",
+        "permalink", "subheading-anchor", "heading-anchor", "autolink-anchor", "doc-anchor", "src", "rightside",
+    ]
+)
+
+ADMONITION_TOKENS = frozenset(
+    [
+        "admonition", "admonitionblock", "theme-admonition", "starlight-aside", "custom-block", "hint", "callout",
+        "alert", "markdown-alert", "nextra-callout", "sidebar", "topic",
+    ]
+)
+#: Lists used for page layout (Javadoc), rendered as plain containers.
+_LAYOUT_TOKENS = frozenset(["summary-list", "member-list", "details-list", "block-list", "blockList"])
+_SIG_DL_TOKENS = frozenset(
+    [
+        "function", "class", "method", "attribute", "data", "exception", "classmethod", "staticmethod", "describe",
+        "cmdoption", "envvar", "decorator", "decoratormethod", "property", "type", "member", "macro", "var", "struct",
+        "coroutinefunction", "coroutinemethod", "abstractmethod", "opcode", "pdbcommand",
+    ]
+)
+
+#: Admonition kinds, used for labels taken from class names (``hint-warning``).
+KINDS = frozenset(
+    [
+        "note", "tip", "info", "warning", "caution", "danger", "important", "hint", "error", "attention", "seealso",
+        "success", "question", "example", "quote", "abstract", "bug", "failure", "check", "todo", "summary",
+        "deprecated",
+    ]
+)
+
+SKIP_ROLES = frozenset(["navigation", "banner", "contentinfo", "search"])
+SKIP_IDS = frozenset(
+    [
+        "toc", "sidebar", "breadcrumbs", "cookie-banner", "cookie-consent", "footer", "mw-navigation", "siteSub",
+        "contentSub", "jump-to-nav", "catlinks", "page-footer",
+    ]
+)
+
+_cache: dict[tuple[str, str], int] = {}
+CACHE_LIMIT = 50_000
+
+
+def _classify(tag: str, cls: str) -> int:
+    flags = 0
+    tokens = cls.split()
+    for tok in tokens:
+        if tok in _SKIP_TOKENS or (tag == "a" and tok in _ANCHOR_TOKENS):
+            return SKIP
+        if tok != "sidebar" and "sidebar" in tok:
+            return SKIP
+        if any(s in tok for s in _SKIP_SUBSTRINGS):
+            return SKIP
+        if tok in ADMONITION_TOKENS:
+            flags |= ADMONITION
+        if tok == "tabbed-set":
+            flags |= TABSET
+        if tok in _LAYOUT_TOKENS and tag in ("ul", "ol"):
+            flags |= LAYOUT
+    if tag == "dt" and ("sig" in tokens or "sig-object" in tokens):
+        flags |= SIGNATURE
+    if tag == "dl" and _SIG_DL_TOKENS.intersection(tokens):
+        flags |= SIGNATURE
+    if tag == "details" and KINDS.intersection(tokens):
+        flags |= ADMONITION
+    if tag == "aside" and not flags & ADMONITION:
+        return SKIP
+    return flags
+
+
+_ATTR_NAMES = frozenset(["role", "aria-hidden", "hidden", "id", "style"])
+_BARE = dict.fromkeys(SKIP_TAGS | {"aside", "footer"}, SKIP)
+
+
+def kind(el: etree._Element, tag: str) -> int:
+    """Flags for ``el``: SKIP for boilerplate, else the bits saying how to render it.
+
+    Hot path (called for every element walked): an element without attributes
+    costs one dict lookup, one with only a class a memoised lookup more.
+    """
+    names = el.keys()
+    if not names:
+        return _BARE.get(tag, 0)
+    if tag in SKIP_TAGS:
+        return SKIP
+    cls = el.get("class")
+    flags = 0
+    if cls is not None:
+        key = (tag, cls)
+        flags = _cache.get(key, -1)
+        if flags < 0:
+            if len(_cache) > CACHE_LIMIT:  # a long multi-site crawl: keep memory bounded
+                _cache.clear()
+            flags = _cache[key] = _classify(tag, cls)
+        if flags & SKIP:
+            return SKIP
+    elif tag == "aside":
+        return SKIP
+    if tag == "footer":
+        return SKIP
+    if _ATTR_NAMES.isdisjoint(names):
+        return flags
+    for name in names:
+        if name in _ATTR_NAMES:
+            flags |= _by_attribute(el, name)
+            if flags & SKIP:
+                return SKIP
+    return flags
+
+
+def _by_attribute(el: etree._Element, name: str) -> int:
+    value = el.get(name) or ""
+    if name == "role":
+        if value in SKIP_ROLES:
+            return SKIP
+        if value == "tablist":
+            return TABLIST
+        return TABPANEL if value == "tabpanel" else 0
+    if name == "aria-hidden":
+        return SKIP if value == "true" else 0
+    if name == "hidden":
+        return 0 if el.get("role") == "tabpanel" else SKIP
+    if name == "id":
+        return SKIP if value in SKIP_IDS else 0
+    if "none" in value and "display:none" in value.replace(" ", ""):
+        return SKIP
+    return 0

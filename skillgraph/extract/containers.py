@@ -1,0 +1,212 @@
+"""Docs containers: admonitions, tabs, definition lists and API signatures, math.
+
+Each generator spells these differently (Sphinx ``div.admonition``,
+Docusaurus ``theme-admonition``, Starlight ``aside``, Antora tables, MkDocs
+``details``); they all become one markdown shape: a blockquote led by a bold
+label, a bold tab label before each tab panel, a bold code span for an API
+signature followed by its description.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lxml import etree
+
+from skillgraph.extract.blocks import Out, is_list_block, quote_lines
+from skillgraph.extract.classify import (
+    ADMONITION,
+    ADMONITION_TOKENS,
+    KINDS,
+    LAYOUT,
+    SIGNATURE,
+    SKIP,
+    TABLIST,
+    TABPANEL,
+    TABSET,
+    kind,
+)
+from skillgraph.extract.inline import code_span, escape, plain_text
+
+if TYPE_CHECKING:
+    from skillgraph.extract.render import Renderer
+
+_find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
+_find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
+
+
+def special(r: Renderer, el: etree._Element, tag: str, flags: int, out: Out) -> None:
+    """Render an element whose class or role (``flags``, from :func:`kind`) says more than its tag."""
+    if flags & TABLIST:
+        remember_tabs(r, el)
+    elif flags & ADMONITION:
+        admonition(r, el, out)
+    elif flags & TABSET:
+        tabset(r, el, out)
+    elif flags & SIGNATURE:
+        if tag == "dl":
+            deflist(r, el, out, api=True)
+        else:
+            signature(el, out)
+    elif flags & LAYOUT:
+        r.block(el, out)
+    elif flags & TABPANEL:
+        out.flush()
+        label = tab_label(r, el)
+        if label:
+            out.blocks.append(f"**{escape(label)}**")
+        r.walk(el, out)
+        out.flush()
+    else:
+        r.element(el, out)
+
+
+def _label_from_classes(el: etree._Element) -> str:
+    value = el.get("data-callout-type") or el.get("data-type")
+    if value:
+        return value
+    fallback = ""
+    for tok in (el.get("class") or "").split():
+        for part in tok.replace("_", "-").split("-"):
+            if part.lower() in KINDS:
+                if tok not in ADMONITION_TOKENS and part not in ADMONITION_TOKENS:
+                    return part
+                fallback = fallback or part
+    return fallback
+
+
+def _title(el: etree._Element) -> tuple[etree._Element | None, str]:
+    """The element holding an admonition's label (if any) and the label text."""
+    for child in el:
+        if not isinstance(child.tag, str):
+            continue
+        cls = (child.get("class") or "").lower()
+        if child.tag == "summary" or "title" in cls or "heading" in cls:
+            return child, plain_text(child)
+        break
+    return None, _label_from_classes(el)
+
+
+def admonition(r: Renderer, el: etree._Element, out: Out) -> None:
+    """``> **Note:** body`` for every admonition family."""
+    out.flush()
+    antora = el.find("table//td") if el.find("table") is not None else None
+    if antora is not None and "icon" in (antora.get("class") or ""):
+        icon = antora.find("*[@title]")
+        label = icon.get("title", "") if icon is not None else plain_text(antora)
+        content = antora.getnext()
+        body = r.blocks(content) if content is not None else []
+    else:
+        title_el, label = _title(el)
+        body = r.blocks(el, exclude=title_el)
+    label = label.strip().rstrip(":").strip()
+    if label.islower():
+        label = label.capitalize()
+    if label:
+        lead = f"**{escape(label)}:**"
+        first = body[0] if body else ""
+        if first and not first.startswith(("```", "> ", "|", "#", "**`")) and not is_list_block(first):
+            body[0] = f"{lead} {first}"
+        else:
+            body.insert(0, lead)
+    if body:
+        out.blocks.append(quote_lines("\n\n".join(body)))
+
+
+def details(r: Renderer, el: etree._Element, out: Out) -> None:
+    """A collapsible block: its summary as a bold line, then its content."""
+    out.flush()
+    summary = el.find("summary")
+    if summary is not None and not kind(summary, "summary") & SKIP:
+        blocks = r.blocks(summary)
+        if len(blocks) == 1 and "\n" not in blocks[0] and not blocks[0].startswith(("#", "**")):
+            out.blocks.append(f"**{blocks[0]}**")
+        else:
+            out.blocks.extend(blocks)
+    out.blocks.extend(r.blocks(el, exclude=summary))
+
+
+def remember_tabs(r: Renderer, tablist: etree._Element) -> None:
+    """Record tab labels so the following tab panels can be labelled."""
+    for tab in _find_tabs(tablist):
+        label = plain_text(tab)
+        r.tab_queue.append(label)
+        for key in (tab.get("aria-controls"), tab.get("id")):
+            if key:
+                r.tab_by_id[key] = label
+
+
+def tab_label(r: Renderer, panel: etree._Element) -> str:
+    """Label of a tab panel: by ARIA ids when present, else by order."""
+    for key in (panel.get("aria-labelledby"), panel.get("id")):
+        if key and key in r.tab_by_id:
+            label = r.tab_by_id.pop(key)
+            if label in r.tab_queue:
+                r.tab_queue.remove(label)
+            return label
+    return r.tab_queue.pop(0) if r.tab_queue else ""
+
+
+def tabset(r: Renderer, el: etree._Element, out: Out) -> None:
+    """MkDocs Material ``tabbed-set``: labels are ``<label>``s, panels ``tabbed-block``s."""
+    out.flush()
+    labels: list[str] = []
+    panels: list[etree._Element] = []
+    for child in el:
+        cls = child.get("class") or "" if isinstance(child.tag, str) else ""
+        if child.tag == "label":
+            labels.append(plain_text(child))
+        elif "tabbed-labels" in cls:
+            labels.extend(plain_text(lab) for lab in child.iterchildren("label"))
+        elif "tabbed-content" in cls:
+            blocks = [c for c in child if "tabbed-block" in (c.get("class") or "")]
+            panels.extend(blocks or [child])
+    for i, panel in enumerate(panels):
+        if i < len(labels) and labels[i]:
+            out.blocks.append(f"**{escape(labels[i])}**")
+        out.blocks.extend(r.blocks(panel))
+
+
+def signature(dt: etree._Element, out: Out) -> None:
+    """An API signature (Sphinx ``dt.sig``) as a bold code span, every token kept."""
+    out.flush()
+    text = plain_text(dt)
+    if text:
+        out.blocks.append(f"**{code_span(text)}**")
+
+
+def deflist(r: Renderer, el: etree._Element, out: Out, api: bool = False) -> None:
+    """Terms as bold lines (signatures as code), definitions as the blocks after them."""
+    out.flush()
+    api = api or bool(kind(el, "dl") & SIGNATURE)
+    for child in el:
+        tag = child.tag
+        if not isinstance(tag, str):
+            continue
+        flags = kind(child, tag)
+        if flags & SKIP:
+            continue
+        if tag == "dt":
+            if api or flags & SIGNATURE:
+                signature(child, out)
+            else:
+                term = r.one_line(child)
+                if term:
+                    out.blocks.append(f"**{term}**")
+        elif tag == "div" and not flags:
+            deflist(r, child, out, api)
+        else:
+            out.blocks.extend(r.blocks_of(child))
+
+
+def math(r: Renderer, el: etree._Element, out: Out) -> None:
+    """MathML as its TeX annotation when there is one (KaTeX, MathJax), else its text."""
+    found = _find_tex(el)
+    tex = (found[0].text or "").strip() if found else " ".join("".join(el.itertext()).split())
+    if not tex:
+        return
+    if el.get("display") == "block":
+        out.flush()
+        out.blocks.append(f"$$\n{tex}\n$$")
+    else:
+        out.inline.append(f"${tex}$")

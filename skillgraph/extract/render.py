@@ -1,0 +1,232 @@
+"""The block walker: one pass over the main content, emitting markdown blocks.
+
+Design: :class:`Out` collects finished blocks plus the pieces of the paragraph
+being built.  Block elements flush the paragraph and append their own blocks;
+inline elements append pieces.  Inline wrappers (links, emphasis) remember
+where their content started and add their markup afterwards, and only when no
+block was emitted inside them, so a ``<a>`` around a ``<div>`` never produces
+a broken ``[...](...)`` across paragraphs.  Nothing is removed from the tree:
+boilerplate is skipped as it is met (see :mod:`classify`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lxml import etree
+
+from skillgraph.extract import code, containers, tables
+from skillgraph.extract.blocks import BR, Out, indent_item, quote_lines
+from skillgraph.extract.classify import SKIP, kind
+from skillgraph.extract.inline import (
+    Linker,
+    code_span,
+    escape,
+    is_permalink_text,
+    wrap,
+)
+
+Handler = Callable[["Renderer", etree._Element, Out], None]
+
+
+class Renderer:
+    """Walks an element tree and renders it as markdown (never mutating it)."""
+
+    def __init__(self, linker: Linker) -> None:
+        self.linker = linker
+        self.tab_queue: list[str] = []
+        self.tab_by_id: dict[str, str] = {}
+        self.saw_h1 = False
+        self.in_heading = False
+
+    def markdown(self, el: etree._Element) -> str:
+        """Markdown for the children of ``el``."""
+        return "\n\n".join(self.blocks(el))
+
+    def blocks(self, el: etree._Element, exclude: etree._Element | None = None) -> list[str]:
+        """Blocks for the children of ``el`` (``exclude``: one child to leave out)."""
+        out = Out()
+        self.walk(el, out, exclude)
+        out.flush()
+        return out.blocks
+
+    def one_line(self, el: etree._Element) -> str:
+        """Content of ``el`` as a single line (headings, terms, table cells)."""
+        return " ".join(b.replace("\\\n", " ").replace("\n", " ") for b in self.blocks(el))
+
+    def walk(self, el: etree._Element, out: Out, exclude: etree._Element | None = None) -> None:
+        """Render the children of ``el`` into ``out``."""
+        inline = out.inline
+        text = el.text
+        if text and (inline or not text.isspace()):
+            inline.append(escape(text))
+        for child in el:
+            tag = child.tag
+            if tag.__class__ is str and child is not exclude:
+                flags = kind(child, tag)
+                if flags:
+                    if not flags & SKIP:
+                        containers.special(self, child, tag, flags, out)
+                else:
+                    handler = HANDLERS.get(tag)
+                    if handler is None:
+                        self.walk(child, out)
+                    else:
+                        handler(self, child, out)
+            text = child.tail
+            if text and (inline or not text.isspace()):
+                inline.append(escape(text))
+
+    # -- handlers ---------------------------------------------------------
+
+    def block(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        self.walk(el, out)
+        out.flush()
+
+    def header(self, el: etree._Element, out: Out) -> None:
+        if el.find(".//h1") is not None:
+            self.block(el, out)
+
+    def heading(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        self.in_heading = True
+        try:
+            text = self.one_line(el).strip()
+        finally:
+            self.in_heading = False
+        while text and text[-1] in "¶§#" and (len(text) == 1 or text[-2] == " "):
+            text = text[:-1].rstrip()
+        if text:
+            level = int(str(el.tag)[1])
+            self.saw_h1 = self.saw_h1 or level == 1
+            out.blocks.append("#" * level + " " + text)
+
+    def pre(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        if len(el) == 1 and el[0].tag == "pre" and not (el.text or "").strip():
+            el = el[0]  # <pre><pre>: trafilatura's HTML output, pretty-printed around the real block
+        block = code.code_block(el)
+        if block:
+            out.blocks.append(block)
+
+    def listing(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        ordered = el.tag == "ol"
+        start = el.get("start")
+        n = int(start) if start and start.isdigit() else 1
+        items: list[tuple[str, list[str]]] = []
+        for child in el:
+            tag = child.tag
+            if not isinstance(tag, str) or kind(child, tag) & SKIP:
+                continue
+            if tag != "li" and items:
+                items[-1][1].extend(self.blocks_of(child))
+                continue
+            blocks = self.blocks(child) if tag == "li" else self.blocks_of(child)
+            marker = f"{n}." if ordered else "-"
+            n += 1
+            if blocks:
+                items.append((marker, blocks))
+        if items:
+            out.blocks.append("\n".join(indent_item(m, b) for m, b in items))
+
+    def blocks_of(self, el: etree._Element) -> list[str]:
+        """Blocks of ``el`` itself (not only its children)."""
+        out = Out()
+        HANDLERS.get(str(el.tag), Renderer.block)(self, el, out)
+        out.flush()
+        return out.blocks
+
+    def element(self, el: etree._Element, out: Out) -> None:
+        """Render ``el`` by its tag alone."""
+        HANDLERS.get(str(el.tag), Renderer.walk)(self, el, out)
+
+    def quote(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        blocks = self.blocks(el)
+        if blocks:
+            out.blocks.append(quote_lines("\n\n".join(blocks)))
+
+    def rule(self, el: etree._Element, out: Out) -> None:
+        out.flush()
+        out.blocks.append("---")
+
+    def br(self, el: etree._Element, out: Out) -> None:
+        out.inline.append(BR)
+
+    def image(self, el: etree._Element, out: Out) -> None:
+        alt = el.get("alt")
+        if alt and alt.strip():
+            out.inline.append(escape(alt.strip()))
+
+    def code(self, el: etree._Element, out: Out) -> None:
+        text = "".join(el.itertext())
+        if "\n" in text.strip() and not (el.tail or "").strip() and not "".join(out.inline).strip():
+            out.flush()  # a multi-line <code> standing alone is a code block without its <pre>
+            out.blocks.append(code.fence(text.strip("\n").rstrip(), code.language(el)))
+            return
+        out.inline.append(code_span(text))
+
+    def link(self, el: etree._Element, out: Out) -> None:
+        start, nblocks = len(out.inline), len(out.blocks)
+        self.walk(el, out)
+        href = el.get("href")
+        if href is None or len(out.blocks) != nblocks or el.get("role") == "doc-backlink":
+            return
+        content = "".join(out.inline[start:])
+        if href.startswith("#") and (self.in_heading or is_permalink_text(content)):
+            if is_permalink_text(content):
+                del out.inline[start:]
+            return
+        core = content.strip()
+        target = self.linker.target(href)
+        if not core or target is None or BR in core:
+            return
+        lead = content[: len(content) - len(content.lstrip())]
+        trail = content[len(content.rstrip()) :]
+        del out.inline[start:]
+        out.inline.append(f"{lead}[{core}]({target}){trail}")
+
+    def emphasis(self, el: etree._Element, out: Out, mark: str = "*") -> None:
+        start, nblocks = len(out.inline), len(out.blocks)
+        self.walk(el, out)
+        if len(out.blocks) == nblocks and len(out.inline) > start:
+            content = wrap("".join(out.inline[start:]), mark)
+            del out.inline[start:]
+            out.inline.append(content)
+
+    def strong(self, el: etree._Element, out: Out) -> None:
+        self.emphasis(el, out, "**")
+
+    def strike(self, el: etree._Element, out: Out) -> None:
+        self.emphasis(el, out, "~~")
+
+
+HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(
+        [
+            "div", "section", "article", "main", "body", "html", "figure", "figcaption", "address", "center", "hgroup",
+            "fieldset", "search", "summary", "legend", "li", "dt", "dd", "caption", "tbody", "thead", "tfoot", "tr",
+        ],
+        Renderer.block,
+    ),
+    "p": Renderer.block,
+    "header": Renderer.header,
+    **dict.fromkeys(["h1", "h2", "h3", "h4", "h5", "h6"], Renderer.heading),
+    "pre": Renderer.pre,
+    **dict.fromkeys(["ul", "ol", "menu"], Renderer.listing),
+    "dl": containers.deflist,
+    "table": tables.table,
+    "blockquote": Renderer.quote,
+    "details": containers.details,
+    "hr": Renderer.rule,
+    "br": Renderer.br,
+    "img": Renderer.image,
+    "a": Renderer.link,
+    **dict.fromkeys(["code", "kbd", "samp", "tt"], Renderer.code),
+    **dict.fromkeys(["em", "i", "cite", "dfn", "var"], Renderer.emphasis),
+    **dict.fromkeys(["strong", "b"], Renderer.strong),
+    **dict.fromkeys(["del", "s", "strike"], Renderer.strike),
+    "math": containers.math,
+}

@@ -1,0 +1,134 @@
+"""Tables: pipe tables when they fit, a readable list of rows when they do not.
+
+A pipe table holds one line of inline text per cell.  Tables with a nested
+table, a rowspan, or block content in a cell (code, lists, several blocks of
+which one is not a paragraph) become a list: one item per row, each cell led
+by its column header in bold.  Never raw HTML.  Pygments line-number tables
+(``table.highlighttable``) are code blocks, not tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from lxml import etree
+
+from skillgraph.extract.blocks import Out, indent_item, is_list_block
+from skillgraph.extract.classify import SKIP, kind
+from skillgraph.extract.code import code_block
+
+if TYPE_CHECKING:
+    from skillgraph.extract.render import Renderer
+
+_SECTIONS = frozenset(["thead", "tbody", "tfoot"])
+_CELLS = frozenset(["td", "th"])
+
+
+def _rows(table: etree._Element) -> Iterator[tuple[etree._Element, bool]]:
+    """Rows of this table (not of nested ones), with whether each is a header row."""
+    for child in table:
+        if child.tag == "tr":
+            yield child, False
+        elif child.tag in _SECTIONS:
+            for tr in child:
+                if tr.tag == "tr":
+                    yield tr, child.tag == "thead"
+
+
+def _span(cell: etree._Element, attr: str) -> int:
+    value = cell.get(attr)
+    return int(value) if value and value.isdigit() and 0 < int(value) < 100 else 1
+
+
+def _is_block(block: str) -> bool:
+    return block.startswith(("```", "> ", "|", "#", "$$")) or is_list_block(block)
+
+
+def table(r: Renderer, el: etree._Element, out: Out) -> None:
+    """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
+    out.flush()
+    if "highlighttable" in (el.get("class") or ""):
+        pres = list(el.iter("pre"))
+        block = code_block(pres[-1]) if pres else None
+        if block:
+            out.blocks.append(block)
+        return
+    caption = el.find("caption")
+    if caption is not None:
+        out.blocks.extend(r.blocks(caption))
+    grid: list[list[list[str]]] = []
+    header = False
+    complex_ = False
+    spans: dict[int, tuple[int, list[str]]] = {}  # column -> (rows still covered, blocks)
+    for i, (tr, in_head) in enumerate(_rows(el)):
+        row: list[list[str]] = []
+        cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP]
+        if i == 0:
+            header = in_head or (bool(cells) and all(c.tag == "th" for c in cells))
+        for cell in cells:
+            _carry(row, spans)
+            blocks = r.blocks(cell)
+            rowspan = _span(cell, "rowspan")
+            nested = not complex_ and cell.find(".//table") is not None
+            if nested or rowspan > 1 or any(_is_block(b) for b in blocks):
+                complex_ = True
+            for _ in range(_span(cell, "colspan")):
+                if rowspan > 1:
+                    spans[len(row)] = (rowspan - 1, blocks)
+                row.append(blocks)
+                blocks = []
+        _carry(row, spans)
+        if row:
+            grid.append(row)
+    if not grid:
+        return
+    if complex_:
+        out.blocks.append(_as_list(grid, header))
+    else:
+        out.blocks.append(_as_pipes(grid))
+
+
+def _carry(row: list[list[str]], spans: dict[int, tuple[int, list[str]]]) -> None:
+    """Fill the columns still covered by a rowspan from an earlier row (its content repeated)."""
+    while len(row) in spans:
+        left, blocks = spans[len(row)]
+        if left > 1:
+            spans[len(row)] = (left - 1, blocks)
+        else:
+            del spans[len(row)]
+        row.append(blocks)
+
+
+def _cell_text(blocks: list[str]) -> str:
+    text = " ".join(blocks).replace("\\\n", " ").replace("\n", " ")
+    return text.replace("|", "\\|") if "|" in text else text
+
+
+def _as_pipes(grid: list[list[list[str]]]) -> str:
+    width = max(len(row) for row in grid)
+    lines = []
+    for n, row in enumerate(grid):
+        cells = [_cell_text(c) for c in row] + [""] * (width - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+        if n == 0:
+            lines.append("|" + " --- |" * width)
+    return "\n".join(lines)
+
+
+def _as_list(grid: list[list[list[str]]], header: bool) -> str:
+    labels = [_cell_text(c) for c in grid[0]] if header else []
+    items = []
+    for row in grid[1:] if header else grid:
+        blocks: list[str] = []
+        for i, cell in enumerate(row):
+            label = labels[i] if i < len(labels) else ""
+            cell = list(cell)
+            if label and cell and not _is_block(cell[0]):
+                cell[0] = f"**{label}:** {cell[0]}"
+            elif label and cell:
+                cell.insert(0, f"**{label}:**")
+            blocks.extend(cell)
+        if blocks:
+            items.append(indent_item("-", blocks))
+    return "\n".join(items)

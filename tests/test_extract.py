@@ -1,0 +1,383 @@
+"""The docs-grade extractor: one small page per generator family, plus the hard cases.
+
+Each fixture in ``tests/fixtures/extract/`` carries the family's real chrome
+(sidebars, on-page TOC, breadcrumbs, edit links, footers, permalink marks) around
+a main content with code, admonitions and tables.  Chrome texts are written so
+they can be searched for: none of them may reach the markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import lxml.etree
+import lxml.html
+import pytest
+from scrapy.http import HtmlResponse
+
+from skillgraph.extract import Extraction, extract_html, extract_response, extract_tree, html_to_markdown
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "extract"
+PAGE = "https://docs.example.com/guide/page.html"
+
+_CODE_BLOCK = re.compile(r"(?ms)^([ >]*(?:(?:[-*+]|\d+[.)]) +)*)(`{3,})[^\n]*\n.*?^[ >]*\2`*[ \t]*$")
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|<!--")
+
+
+def prose(md: str) -> str:
+    """The markdown outside fenced blocks and code spans."""
+    return _CODE_SPAN.sub("C", _CODE_BLOCK.sub("CODE", md))
+
+
+def assert_output_rules(md: str) -> None:
+    assert "¶" not in md
+    assert not _TAG.search(prose(md)), _TAG.search(prose(md))
+    assert "\n\n\n\n" not in prose(md)
+
+
+def extract_fixture(name: str, url: str | None = PAGE) -> Extraction:
+    return extract_html((FIXTURES / f"{name}.html").read_bytes(), url)
+
+
+#: family -> (title, snippets that must appear, chrome texts that must not)
+FAMILIES: dict[str, tuple[str, list[str], list[str]]] = {
+    "sphinx": (
+        "json — JSON encoder and decoder",
+        ["# `json` — JSON encoder and decoder", "> **Warning:** Be cautious",
+         "**`json.dumps(obj, *, skipkeys=False, **kw)`**", "```python\n>>> import json\n",
+         "    # Let the base class raise the TypeError\n    return o < 3\n```", "| int \\| float | number |",
+         "Changed in version 3.6: All optional", "[conversion table](#py-to-json-table)",
+         "[`str`](https://docs.example.com/guide/stdtypes.html#str)"],
+        ["Navigation", "Next Topic Mailbox", "Sidebar Table Entry", "Report a Bug", "Footer Foundation",
+         "Local Contents Entry"],
+    ),
+    "mkdocs-material": (
+        "Getting started",
+        ["# Getting started", "```bash\npip install griffe\n```", "> **Pro tip:** Use a virtual environment.",
+         "**Python**\n\n```python\nimport griffe\n```", "**Shell**\n\n```console\n$ griffe dump x\n```",
+         "## Install", "> **Version note:** Requires Python 3.8"],
+        ["Site Logo Text", "Primary Nav Home", "Secondary Toc Install", "Edit this page", "Last update",
+         "Footer Next Page", "Made with Material"],
+    ),
+    "docusaurus": (
+        "Configuration",
+        ["# Configuration", "## Quick start\n", "**npm**\n\n```bash\nnpm install litedemo\n```",
+         "**yarn**\n\n```bash\nyarn add litedemo\n```", "> **Warning:** Never commit your key.",
+         "```ts\nconst client = create({ apiKey })\n  // indented <T> comment\n```"],
+        ["Skip to main content", "Navbar Brand", "Sidebar Intro Link", "Breadcrumb Home", "On this page",
+         "Edit this page", "Pagination Intro", "Desktop Toc", "LiteDemo Footer", "Copy", "\u200b"],
+    ),
+    "starlight": (
+        "Installation",
+        ["# Installation", "## Node.JS\n", "[command line](#command-line)",
+         "2. Check your installation\n\n   ```sh\n   node -v\n       npx -v\n   ```",
+         "**npm**\n\n```sh\nnpm i demo\n```", "**pnpm**\n\n```sh\npnpm add demo\n```",
+         "> **Tip:** **npx can be slow**. Install locally."],
+        ["Skip to content", "Header Site Title", "Sidebar Getting Started", "On this page", "Right Toc Node",
+         "Section titled", "Terminal window", "Edit page", "Pagination Configuration", "Built with Starlight"],
+    ),
+    "vitepress": (
+        "Routing",
+        ["# Routing\n", "## File-Based Routing\n", "```js\nexport default {\n  srcDir: './src'\n}\n```",
+         "> **TIP:** Pages map to `.md` files.", "| File | Route |\n| --- | --- |\n| `index.md` | `/` |",
+         "| `a\\|b.md` | `/a\\|b` |"],
+        ["Nav Title VitePress", "Sidebar What is VitePress", "Outline File-Based Routing", "Edit this page",
+         "Pager Intro", "Footer.", "Copy Code", "\njs\n"],
+    ),
+    "mintlify": (
+        "Quickstart",
+        ["# Quickstart", "Start building in five minutes.", "## Setup", "```bash\nnpm install acme\n```",
+         "> **Note:** Requires an API key."],
+        ["Navbar Acme Logo", "Sidebar Quickstart", "Toc Setup Entry", "Was this page helpful",
+         "Pagination Introduction", "Powered by Mintlify", "Navigate to header"],
+    ),
+    "gitbook": (
+        "Authentication",
+        ["# Authentication", "## Bearer tokens", "```bash\ncurl -H \"Authorization: Bearer $TOKEN\" \\\n"
+         "  https://api.acme.test/v1/me\n```", "> **Warning:** Tokens expire after one hour."],
+        ["Header Acme API Docs", "Ask or search", "Toc Sidebar Authentication", "Breadcrumb Guides",
+         "Next Errors Link", "Was this helpful", "Footer Copyright"],
+    ),
+    "nextra": (
+        "Themes",
+        ["# Themes", "## Configure", "```js\nconst withNextra = require('nextra')\nmodule.exports = withNextra()\n```",
+         "> Restart the dev server after changing it."],
+        ["Nextra Nav Logo", "Sidebar Introduction Nextra", "Toc Configure Entry", "Breadcrumb Docs",
+         "Prev Pagination Introduction", "Nextra Footer", "Copy"],
+    ),
+    "antora": (
+        "Configure a Site",
+        ["# Configure a Site", "## Site key", "```yaml\nsite:\n  title: Demo Docs\n  url: https://docs.example.org\n```",
+         "> **Tip:** Set `url` to enable the sitemap.", "| Key | Type |\n| --- | --- |\n| title | String |"],
+        ["Navbar Antora Brand", "Nav Menu Antora", "Nav Playbook Link", "Breadcrumb Antora", "Edit this Page",
+         "Aside Toc Contents", "Pagination Playbook", "Antora default UI Footer"],
+    ),
+    "rustdoc": (
+        "Struct std::vec::Vec",
+        ["# Struct [std](https://docs.example.com/index.html)::", "```rust\npub struct Vec<T, A = Global>\nwhere\n",
+         "```rust\nlet mut vec = Vec::new();\nvec.push(1);\nassert_eq!(vec.len(), 1);\n```", "## Examples\n",
+         "### impl&lt;T>", "Constructs a new, empty `Vec<T>`."],
+        ["Mobile Topbar Std", "Sidebar Crate std", "Sidebar Implementations", "Copy item path", "Source",
+         "Expand description", "§"],
+    ),
+    "mdbook": (
+        "Hello, World!",
+        ["# Hello, World!\n", "```rust\nfn main() {\n    println!(\"Hello, world!\");\n}\n```",
+         "> **Note**: This book assumes", "```console\n$ rustc main.rs\n$ ./main\n```"],
+        ["Sidebar Getting Started", "Menu Title", "Print", "Prev Chapter", "Next Chapter", "(#hello-world)"],
+    ),
+    "javadoc": (
+        "Class StringUtils",
+        ["# Class StringUtils", "public final class StringUtils extends [Object]",
+         "```\n{@code\n  String s = StringUtils.trim(\"  a  \");\n  if (a < b && c > d) { }\n}\n```",
+         "## Method Summary", "Removes leading and trailing whitespace."],
+        ["Top Nav Package", "Sub Nav Method", "Footer Demo Corp"],
+    ),
+    "mediawiki": (
+        "Systemd",
+        ["# Systemd\n", "**systemd** is a suite", "## Basic usage\n", "```\n$ systemctl list-units --type=service\n```",
+         "```ini\n[Unit]\nDescription=Demo <service>\n```", "| Command | Effect |\n| --- | --- |\n| `start` |"],
+        ["Indicator Badge", "Site Sub", "Jump to navigation", "Toc Basic usage entry", "[edit]", "Navbox Related",
+         "Retrieved from", "Catlinks Daemons", "Panel Main page", "Footer Lastmod"],
+    ),
+    "generic": (
+        "Widget API",
+        ["# Widget API", "[the widget call](https://docs.example.com/v2/api/widget.html)", "[options](#options)",
+         "[the spec](https://example.org/spec)", "a &lt;div> tag in prose, 2 \\* 3 \\* 4, a \\`tick\\`",
+         "diagram of widgets", "- First option\n\n  ```json\n  {\"size\": 3}\n  ```\n- Second option\n  - nested item",
+         "````\nplain ``` fence inside\n````"],
+        ["Cookie Banner Text", "Accept", "Header Home Link", "Header Blog Link", "Left Sidebar Intro",
+         "Was this helpful", "Footer Copyright"],
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_generator_family(family: str) -> None:
+    title, present, absent = FAMILIES[family]
+    result = extract_fixture(family)
+    assert result.generator == (None if family == "generic" else family)
+    assert result.title == title
+    for snippet in present:
+        assert snippet in result.markdown, f"{family}: missing {snippet!r}\n{result.markdown}"
+    for chrome in absent:
+        assert chrome not in result.markdown, f"{family}: chrome {chrome!r} leaked\n{result.markdown}"
+    assert_output_rules(result.markdown)
+    assert result.markdown.endswith("\n") and not result.markdown.endswith("\n\n")
+
+
+def test_every_fixture_family_is_covered() -> None:
+    assert {p.stem for p in FIXTURES.glob("*.html")} == set(FAMILIES)
+
+
+def fenced_bodies(md: str, lang: str) -> list[str]:
+    """The code of every ``lang`` fence, with its list/quote indentation taken off."""
+    lines, bodies = md.split("\n"), []
+    for i, line in enumerate(lines):
+        if line.endswith("```" + lang):
+            width = len(line) - len(lang) - 3
+            end = next(j for j in range(i + 1, len(lines)) if lines[j][width:] == "```")
+            bodies.append("\n".join(x[width:] if len(x) > width else "" for x in lines[i + 1 : end]))
+    return bodies
+
+
+def wrap(body: str, head: str = "") -> str:
+    return f"<!DOCTYPE html><html><head><title></title>{head}</head><body><main>{body}</main></body></html>"
+
+
+def test_code_at_depth_in_lists_tables_definitions_admonitions_and_tabs() -> None:
+    code = "def f(x):\n    if x < 2:  # small\n        return '<b>'\n\n    return x"
+    pre = "<pre><code class=\"language-python\">" + code.replace("<", "&lt;").replace(">", "&gt;") + "</code></pre>"
+    html = wrap(
+        f"<ol><li><p>step</p><ul><li>{pre}</li></ul></li></ol>"
+        f"<table><tr><th>A</th><th>B</th></tr><tr><td>x</td><td>{pre}</td></tr></table>"
+        '<dl><dt>term</dt><dd><div class="admonition note"><p class="admonition-title">Note</p>'
+        f"{pre}</div></dd></dl>"
+        f'<div role="tablist"><button role="tab" aria-controls="p1">Py</button></div>'
+        f'<div role="tabpanel" id="p1" hidden>{pre}</div>'
+    )
+    md = extract_html(html).markdown
+    bodies = fenced_bodies(md, "python")
+    assert len(bodies) == 4, md
+    assert all(body == code for body in bodies), bodies
+    assert "**Py**" in md and "> **Note:**" in md and "**B:**" in md
+    assert_output_rules(md)
+
+
+def test_fence_is_longer_than_any_backtick_run() -> None:
+    md = extract_html(wrap("<pre>a ```` b\n```\n</pre>")).markdown
+    assert md.startswith("`````\na ```` b\n```\n`````"), md
+
+
+def test_pygments_line_numbers_and_highlight_tables_are_not_code() -> None:
+    html = wrap(
+        '<div class="highlight-python"><pre><span class="linenos">1</span>x = 1\n<span class="linenos">2</span>'
+        "y = 2\n</pre></div>"
+        '<table class="highlighttable"><tr><td class="linenos"><div class="linenodiv"><pre>1\n2</pre></div></td>'
+        '<td class="code"><div class="highlight"><pre>a = 1\nb = 2\n</pre></div></td></tr></table>'
+    )
+    assert extract_html(html).markdown == "```python\nx = 1\ny = 2\n```\n\n```\na = 1\nb = 2\n```\n"
+
+
+def test_tables_pipe_escaping_colspan_and_complex_fallback() -> None:
+    html = wrap(
+        "<table><thead><tr><th>k</th><th>v</th><th>w</th></tr></thead>"
+        "<tbody><tr><td>a|b</td><td colspan='2'><p>one</p><p>two</p></td></tr></tbody></table>"
+        "<table><tr><th>n</th><th>d</th></tr><tr><td rowspan='2'>r</td><td>x</td></tr><tr><td>y</td></tr></table>"
+        "<table><tr><td>outer<table><tr><td>inner</td></tr></table></td></tr></table>"
+    )
+    md = extract_html(html).markdown
+    assert "| k | v | w |\n| --- | --- | --- |\n| a\\|b | one two |  |" in md
+    assert "- **n:** r\n\n  **d:** x\n- **n:** r\n\n  **d:** y\n" in md, "a rowspan repeats its cell in each row"
+    assert "outer" in md and "inner" in md and "| outer" not in md
+    assert_output_rules(md)
+
+
+def test_base_href_and_anchor_links() -> None:
+    head = '<base href="https://cdn.example.net/docs/v3/">'
+    html = wrap(
+        '<p><a href="intro.html">rel</a> <a href="#sec">anchor</a> <a href="/root">root</a> '
+        '<a href="https://docs.example.com/guide/page.html#frag">self</a> <a href="javascript:void(0)">js</a> '
+        '<a href="#">top</a> <a href="mailto:a@b.c">mail</a> <a href="a b(c).html">odd</a></p>',
+        head,
+    )
+    md = extract_html(html, PAGE).markdown
+    assert "[rel](https://cdn.example.net/docs/v3/intro.html)" in md
+    assert "[anchor](#sec)" in md, "an #anchor stays relative to the page, whatever <base> says"
+    assert "[root](https://cdn.example.net/root)" in md
+    assert "[self](#frag)" in md
+    assert "js top" in md and "javascript" not in md
+    assert "[mail](mailto:a@b.c)" in md
+    assert "[odd](https://cdn.example.net/docs/v3/a%20b%28c%29.html)" in md
+    no_url = extract_html(html).markdown
+    assert "[rel](https://cdn.example.net/docs/v3/intro.html)" in no_url and "[anchor](#sec)" in no_url
+
+
+def test_links_stay_relative_without_any_url() -> None:
+    md = extract_html(wrap('<p><a href="../x.html#y">x</a></p>')).markdown
+    assert md == "[x](../x.html#y)\n"
+
+
+def test_headings_permalinks_and_levels() -> None:
+    html = wrap(
+        '<h1>Top<a class="headerlink" href="#top">¶</a></h1><h3 id="s">Sub <a href="#s">#</a></h3>'
+        '<h4><a href="#own">Own anchor</a></h4><h2>C#</h2>'
+    )
+    assert extract_html(html).markdown == "# Top\n\n### Sub\n\n#### Own anchor\n\n## C#\n"
+
+
+def test_prose_escaping_and_block_markers() -> None:
+    html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
+                "<p>if a&lt;b and <code>x&lt;y</code></p>")
+    md = extract_html(html).markdown
+    assert "\\# not a heading" in md and "1\\. not a list" in md and "\\- nor this" in md
+    assert "a b \\* c \\`d\\` [e]" in md  # the unknown <x> element is dropped, text stays
+    assert "if a&lt;b and `x<y`" in md, "'<b' would read as a tag in prose; in code it stays verbatim"
+    assert_output_rules(md)
+
+
+def test_images_are_alt_text_and_emphasis_keeps_spaces() -> None:
+    md = extract_html(wrap('<p><img src="a.png" alt="A chart"> shows <em> growth </em>and <strong>b</strong></p>'))
+    assert md.markdown == "A chart shows *growth* and **b**\n"
+
+
+def test_title_falls_back_to_cleaned_title_element() -> None:
+    result = extract_html("<html><head><title>Intro — MyLib 2.0 documentation</title></head>"
+                          "<body><main><p>Hello there.</p></main></body></html>")
+    assert result.title == "Intro"
+    assert result.markdown == "# Intro\n\nHello there.\n"
+
+
+def test_empty_and_odd_documents() -> None:
+    assert extract_html("") == Extraction(title="", markdown="", generator=None)
+    assert extract_html(b"   ") == Extraction(title="", markdown="", generator=None)
+    xhtml = ('<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>X</title>'
+             "</head><body><main><p>caf\u00e9</p></main></body></html>")
+    assert "café" in extract_html(xhtml).markdown
+    latin = ("<html><head><meta charset='iso-8859-1'><title>L</title></head>"
+             "<body><main><p>caf\xe9</p></main></body></html>")
+    assert "café" in extract_html(latin.encode("latin-1")).markdown
+
+
+def test_tree_is_not_mutated() -> None:
+    for path in sorted(FIXTURES.glob("*.html")):
+        root = lxml.html.document_fromstring(path.read_bytes())
+        before = lxml.etree.tostring(root)
+        extract_tree(root, PAGE)
+        assert lxml.etree.tostring(root) == before, path.name
+
+
+def test_extract_response_reuses_the_parsed_tree_and_its_url() -> None:
+    body = (FIXTURES / "generic.html").read_bytes()
+    response = HtmlResponse("https://docs.example.com/v2/widgets.html", body=body, encoding="utf-8")
+    root = response.selector.root
+    before = lxml.etree.tostring(root)
+    result = extract_response(response)
+    assert response.selector.root is root and lxml.etree.tostring(root) == before
+    assert "[the widget call](https://docs.example.com/v2/api/widget.html)" in result.markdown
+    links = response.css("a::attr(href)").getall()
+    assert "api/widget.html" in links, "the spider still sees the page's own links afterwards"
+
+
+def test_extract_tree_accepts_an_element_tree_and_html_to_markdown_matches() -> None:
+    data = (FIXTURES / "sphinx.html").read_text()
+    tree = lxml.html.parse(str(FIXTURES / "sphinx.html"))
+    assert extract_tree(tree, None).markdown == html_to_markdown(data, None)  # type: ignore[arg-type]
+
+
+def test_page_without_landmarks_goes_to_the_article_fallback() -> None:
+    para = "This long paragraph explains how the widget system composes small parts into larger ones. " * 4
+    html = ("<html><head><title>Blog post</title></head><body><div class='menu'><a href='/'>Home</a> "
+            "<a href='/about'>About</a></div><div class='post'><h1>Composing widgets</h1>"
+            f"<p>{para}</p><p>{para}</p><pre><code class='language-sh'>make widgets</code></pre></div></body></html>")
+    result = extract_html(html)
+    assert result.generator is None and result.title == "Composing widgets"
+    assert "composes small parts" in result.markdown and "```" in result.markdown
+    assert_output_rules(result.markdown)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.html")), ids=lambda p: p.stem)
+def test_fixture_output_is_deterministic(path: Path) -> None:
+    data = path.read_bytes()
+    assert extract_html(data, PAGE) == extract_html(data, PAGE)
+
+
+SPHINX_THEMES = {
+    "alabaster": '<div class="document"><div class="body" role="main">{c}</div></div>'
+                 '<div class="sphinxsidebar" role="navigation">Sidebar chrome</div>',
+    "rtd": '<nav class="wy-nav-side">Sidebar chrome</nav><div class="rst-content"><div role="navigation" '
+           'aria-label="Page navigation"><ul class="wy-breadcrumbs"><li>Sidebar chrome</li></ul></div>'
+           '<div role="main" class="document"><div itemprop="articleBody">{c}</div></div>'
+           '<footer><div class="rst-footer-buttons">Sidebar chrome</div></footer></div>',
+    "furo": '<aside class="sidebar-drawer">Sidebar chrome</aside><div class="main"><div class="content">'
+            '<article role="main" id="furo-main-content">{c}</article><footer>Sidebar chrome</footer></div>'
+            '<aside class="toc-drawer">Sidebar chrome</aside></div>',
+    "pydata": '<div class="bd-sidebar-primary">Sidebar chrome</div><main id="main-content" class="bd-main" '
+              'role="main"><div class="bd-header-article">Sidebar chrome</div><article class="bd-article" '
+              'role="main">{c}</article><div class="bd-sidebar-secondary">Sidebar chrome</div></main>',
+}
+
+
+@pytest.mark.parametrize("theme", sorted(SPHINX_THEMES))
+def test_sphinx_themes_pick_the_article(theme: str) -> None:
+    content = ('<section id="s"><h1>Page<a class="headerlink" href="#s">#</a></h1><p>Body text.</p>'
+               '<div class="highlight-default notranslate"><div class="highlight"><pre>x = 1\n</pre></div></div>'
+               "</section>")
+    html = ('<html><head><script src="_static/documentation_options.js"></script><title>Page</title></head><body>'
+            + SPHINX_THEMES[theme].format(c=content) + "</body></html>")
+    result = extract_html(html)
+    assert result.generator == "sphinx"
+    assert result.markdown == "# Page\n\nBody text.\n\n```\nx = 1\n```\n", theme
+
+
+def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
+    """A page whose content is its toctree (``library/windows.html``) is not emptied."""
+    page = Path("/usr/share/doc/python3.11/html/library/windows.html")
+    if not page.exists():
+        pytest.fail("python3.11-doc is not installed (.ci/run installs it)")
+    markdown = extract_html(page.read_text(), "https://docs.python.org/3.11/library/windows.html").markdown
+    assert "[`msvcrt`" in markdown and "(https://docs.python.org/3.11/library/msvcrt.html" in markdown
+    assert markdown.count("\n- ") == 3, "one item per child page: msvcrt, winreg, winsound"
+    assert "toctree-l2" not in markdown

@@ -1,0 +1,133 @@
+"""The extraction gate (``bench/extract_eval.py --check``) passes, and can fail.
+
+The gate itself runs as a subprocess on the real Python 3.11 docs (Debian
+``python3.11-doc``, installed in CI).  Wall-clock figures are never asserted
+here: the speed ratio is gated only by the script's own ``--check-speed``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.conftest import CORPUS, PYTHON_DOCS, ROOT
+
+SCRIPT = ROOT / "bench" / "extract_eval.py"
+SHARED_BENCH = ROOT.parent / "shared" / "tools" / "extract_bench.py"
+
+needs_docs = pytest.mark.skipif(
+    not (PYTHON_DOCS / "_sources").is_dir(),
+    reason=f"Python 3.11 docs not installed at {PYTHON_DOCS} (apt-get install python3.11-doc)",
+)
+
+
+def load_eval() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("extract_eval", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_docs
+def test_gate_passes_on_the_python_docs(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--check", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate: PASS" in proc.stdout
+    figures = json.loads(out.read_text())
+    py = figures["python_docs"]
+    assert py["pages"] >= 200
+    assert py["skillgraph"]["code_in_fence"] > py["trafilatura"]["code_in_fence"]
+    assert py["pages_with"] == {"pilcrow": 0, "html-tag": 0, "blank-run": 0}
+    assert "speed_ratio" in py and "x faster" in proc.stdout  # reported, not asserted
+
+
+def passing_figures() -> tuple[dict[str, Any], dict[str, Any]]:
+    row = {"text_precision": 0.93, "text_recall": 0.97, "text_f1": 0.95, "markdown_f1": 0.9, "code_in_fence": 0.995}
+    traf = {**row, "text_f1": 0.92, "code_in_fence": 0.66}
+    py = {"pages": 421, "skillgraph": row, "trafilatura": traf, "speed_ratio": 8.0,
+          "pages_with": {"pilcrow": 0, "html-tag": 0, "blank-run": 0}}
+    doc = {"pairs": 3, "skillgraph": {"code_fenced": 1.0, "nav_leaks": 0, "rows": []}}
+    return py, doc
+
+
+def test_gate_fails_on_each_kind_of_regression() -> None:
+    module = load_eval()
+    pinned = json.loads((ROOT / "bench" / "extract_thresholds.json").read_text())
+    py, doc = passing_figures()
+    for key in ("text_f1", "markdown_f1", "code_in_fence"):
+        pinned["python_docs"][key] = min(pinned["python_docs"][key], py["skillgraph"][key])
+    pinned["python_docs"]["min_text_f1_gain_over_trafilatura"] = 0.01
+    pinned["python_docs"]["min_code_gain_over_trafilatura"] = 0.2
+    for key in ("text_precision", "text_recall"):
+        pinned["python_docs"][key] = min(pinned["python_docs"][key], py["skillgraph"][key])
+    assert module.gate(py, doc, pinned, speed=True) == []
+
+    worse = json.loads(json.dumps(py))
+    worse["skillgraph"]["code_in_fence"] = 0.6
+    worse["pages_with"]["html-tag"] = 2
+    worse["speed_ratio"] = 2.0
+    failures = module.gate(worse, doc, pinned, speed=True)
+    assert any("code_in_fence" in f for f in failures)
+    assert any("html-tag" in f for f in failures)
+    assert any("speed ratio" in f for f in failures)
+    assert not any("speed" in f for f in module.gate(worse, doc, pinned, speed=False))
+
+    leaky = json.loads(json.dumps(doc))
+    leaky["skillgraph"]["nav_leaks"] = 1
+    assert any("nav leaks" in f for f in module.gate(py, leaky, pinned, speed=False))
+    assert module.gate(None, None, pinned, speed=False)  # missing data sets fail, never pass silently
+
+
+def test_doc_html_checks_catch_a_naive_extractor() -> None:
+    if not (CORPUS / "doc_html").is_dir():
+        pytest.fail(f"shared corpus missing at {CORPUS}")
+    module = load_eval()
+    import lxml.html
+
+    def whole_body(html: str) -> str:
+        return lxml.html.document_fromstring(html).find("body").text_content()
+
+    rows = [module.eval_pair(h, s, whole_body) for h, s in module.pairs(CORPUS)]
+    assert len(rows) >= 3
+    assert sum(len(r["nav_leaks"]) for r in rows) > 10
+    assert sum(r["pre_blocks_fenced"] for r in rows) == 0 < sum(r["pre_blocks"] for r in rows)
+    ours = [module.eval_pair(h, s, module.ex_skillgraph) for h, s in module.pairs(CORPUS)]
+    assert all(r["nav_leaks"] == [] and r["pre_blocks_fenced"] == r["pre_blocks"] for r in ours), ours
+
+
+def test_rule_checker_sees_tags_pilcrows_and_blank_runs_outside_code_only() -> None:
+    module = load_eval()
+    assert module.rule_violations("text\n\n```html\n<div>\n\n\n\n</div>\n```\n\n`<b>`\n") == []
+    assert module.rule_violations("1. item\n   ```html\n   <p>x</p>\n   ```\n") == []
+    found = module.rule_violations("a <span>b</span>\n\n\n\nc ¶\n")
+    assert found[0] == "pilcrow" and found[1].startswith("html-tag") and found[2] == "blank-run"
+
+
+@needs_docs
+def test_measures_match_the_shared_extract_bench() -> None:
+    """The copied measures behave exactly like ../shared/tools/extract_bench.py's."""
+    if not SHARED_BENCH.exists():
+        pytest.skip(f"{SHARED_BENCH} not present (only the lead's workspace has it)")
+    source = SHARED_BENCH.read_text()
+    shared: dict[str, Any] = {}
+    exec("import collections, re\n" + source[source.index("TOK = re.compile") : source.index("pages = []")], shared)
+    module = load_eval()
+    pages = module.python_pages(PYTHON_DOCS, None)
+    assert pages == [(h, s) for h, s in pages]
+    sample = "Some `code` and ```py\nx = 1\n```\n text __init__ tokens"
+    assert module.toks(sample) == shared["toks"](sample)
+    assert module.fenced(sample) == shared["fenced"](sample)
+    for _, src in pages:
+        text = src.read_text(errors="replace")
+        assert module.rst_text(text) == shared["rst_text"](text), src
+        assert module.code_lines(text) == shared["code_lines"](text), src

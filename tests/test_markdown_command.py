@@ -1,0 +1,63 @@
+"""``scrapy markdown FILE.html [...] [-o DIR]``, run as a real subprocess in the project."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "extract"
+
+
+def scrapy_markdown(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scrapy", "markdown", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_single_file_to_stdout() -> None:
+    proc = scrapy_markdown(str(FIXTURES / "sphinx.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# `json` — JSON encoder and decoder\n")
+    assert "**`json.dumps(obj, *, skipkeys=False, **kw)`**" in proc.stdout
+    assert "[`str`](stdtypes.html#str)" in proc.stdout, "without --url relative links stay relative"
+    assert "¶" not in proc.stdout and "Sidebar Table Entry" not in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_url_option_makes_links_absolute() -> None:
+    proc = scrapy_markdown("--url", "https://docs.python.org/3/library/json.html", str(FIXTURES / "sphinx.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert "[`str`](https://docs.python.org/3/library/stdtypes.html#str)" in proc.stdout
+    assert "[conversion table](#py-to-json-table)" in proc.stdout
+
+
+def test_several_files_into_a_directory(tmp_path: Path) -> None:
+    out = tmp_path / "md"
+    other = tmp_path / "other"
+    other.mkdir()
+    twin = other / "sphinx.html"
+    twin.write_bytes((FIXTURES / "sphinx.html").read_bytes())
+    files = [FIXTURES / "sphinx.html", FIXTURES / "docusaurus.html", twin]
+    proc = scrapy_markdown(*map(str, files), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["docusaurus.md", "sphinx-2.md", "sphinx.md"]
+    assert proc.stdout.split() == [str(out / "sphinx.md"), str(out / "docusaurus.md"), str(out / "sphinx-2.md")]
+    assert (out / "docusaurus.md").read_text().startswith("# Configuration\n")
+    assert (out / "sphinx.md").read_text() == (out / "sphinx-2.md").read_text()
+
+
+def test_usage_errors_and_missing_files(tmp_path: Path) -> None:
+    proc = scrapy_markdown(str(FIXTURES / "sphinx.html"), str(FIXTURES / "vitepress.html"))
+    assert proc.returncode != 0 and "-o DIR" in proc.stderr
+    proc = scrapy_markdown()
+    assert proc.returncode != 0
+    proc = scrapy_markdown(str(tmp_path / "nope.html"), str(FIXTURES / "vitepress.html"), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 1 and "nope.html" in proc.stderr
+    assert (tmp_path / "o" / "vitepress.md").exists(), "the other files are still converted"
+
+
+def test_needs_the_project(tmp_path: Path) -> None:
+    proc = scrapy_markdown(str(FIXTURES / "sphinx.html"), cwd=tmp_path)
+    assert proc.returncode != 0

@@ -1,0 +1,73 @@
+"""One tier's response turned into an assessed :class:`Attempt` (pure: no state, no stats).
+
+HTML and rendered pages are extracted with the project's extractor and assessed
+on markdown and raw markup; a ``negotiated`` answer is used only when it is
+markdown (``text/markdown`` / ``text/x-markdown``, not a body that opens like
+HTML) that keeps the HTML page's code as fenced blocks.
+"""
+
+from __future__ import annotations
+
+from scrapy.http import Response, TextResponse
+
+from skillgraph.extract import extract_response
+from skillgraph.llms import looks_like_html
+from skillgraph.quality import assess
+from skillgraph.render import Shell, detect_shell
+from skillgraph.tiers.attempt import Attempt, code_fences_kept
+
+MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
+#: A page that passes the gates with this much markdown is no client-side shell.
+SHELL_CHECK_BELOW = 2000
+NOT_A_SHELL = Shell(False, "passed the gates with content", -1, 0, 1)
+
+
+def response_headers(response: Response) -> dict[str, str]:
+    return {k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()}
+
+
+def page_attempt(tier: str, response: Response, threshold: float) -> tuple[Attempt, Shell, int]:
+    """An HTML page (``html``) or a rendered DOM (``render``): the attempt, the shell verdict, ``<pre>`` count."""
+    if not isinstance(response, TextResponse):
+        return Attempt.failed(tier, response.url, f"the {tier} response has no text", response.status), NOT_A_SHELL, 0
+    extraction = extract_response(response)
+    title = extraction.title or response.meta.get("skillgraph_title", "")
+    headers = response_headers(response)
+    assessment = assess(response.text, markdown=extraction.markdown, title=title, status=response.status,
+                        headers=headers, url=response.url, threshold=threshold)
+    root = response.selector.root
+    if tier != "html" or (assessment.passed and len(extraction.markdown) >= SHELL_CHECK_BELOW):
+        shell = NOT_A_SHELL  # rendered, or real content passed the gates: nothing to look for
+    else:
+        shell = detect_shell(root)
+    veto = f"client-side-rendered shell ({shell.reason})" if shell.is_shell else ""
+    code_blocks = sum(1 for _ in root.iter("pre"))
+    attempt = Attempt.assessed(tier, response.url, title, extraction.markdown, assessment, response.status,
+                               headers, response.text, veto)
+    return attempt, shell, code_blocks
+
+
+def is_markdown_answer(response: Response) -> bool:
+    ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
+    head = response.text[:256] if isinstance(response, TextResponse) else "<html"
+    return ctype.startswith(MARKDOWN_TYPES) and not looks_like_html(head)
+
+
+def negotiated_attempt(response: Response, threshold: float, code_blocks: int, title: str) -> Attempt:
+    """The answer to ``Accept: text/markdown``; ``title`` is used when the markdown has no H1."""
+    headers = response_headers(response)
+    if not is_markdown_answer(response):
+        ctype = headers.get("Content-Type", "").split(";")[0] or "no type"
+        attempt = Attempt.failed("negotiated", response.url,
+                                 f"answered {ctype} (HTTP {response.status}), not text/markdown", response.status)
+        if response.status >= 400 and isinstance(response, TextResponse) and response.text:
+            attempt.block = assess(response.text, status=response.status, headers=headers, url=response.url,
+                                   threshold=threshold).block
+        return attempt
+    assert isinstance(response, TextResponse)
+    text = response.text
+    assessment = assess(None, markdown=text, title=title, status=response.status, headers=headers,
+                        url=response.url, threshold=threshold)
+    lost = code_fences_kept(text, code_blocks)
+    return Attempt.assessed("negotiated", response.url, title, text, assessment, response.status, headers, None,
+                            f"code fences lost: {lost}" if lost else "")

@@ -1,0 +1,212 @@
+"""TierLadder: per-page degradation ``html`` -> ``negotiated`` -> ``render`` -> ``best-effort``.
+
+Each tier's result is assessed by the quality gates (:func:`skillgraph.quality.assess`);
+the first that passes becomes the document, with its ``tier`` and ``quality``.
+Otherwise the same URL is requested again for the next tier (``dont_filter``,
+``meta["skillgraph_tier"]``), through Scrapy's engine like any fetch:
+
+* ``negotiated``: ``Accept: text/markdown``. Used only when the answer is
+  ``text/markdown`` that keeps the HTML's code as fenced blocks. A host that
+  answers a negotiation with HTML (status 200) is remembered and not asked again.
+* ``render``: the configured browser backend (``skillgraph.render``). A page
+  detected up front as a client-side-rendered shell goes straight here, unless
+  its host is known to negotiate (cheap first: one HTTP request beats a browser);
+  a page without any ``<script>`` is never rendered (the browser would see the
+  same page).
+* otherwise the best usable result so far (highest score, not a block page) is
+  written as ``best-effort`` with a ``build_warning``; a page blocked at every
+  tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
+
+The callbacks of the ladder's requests are the spider's own ``html_document``
+(requests stay serialisable for JOBDIR and scrapy-redis); state travels in meta.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request
+from scrapy.http import Response, TextResponse
+
+from skillgraph.profiler import utc_now
+from skillgraph.quality import DEFAULT_THRESHOLD
+from skillgraph.render import RenderConfig, Shell, render_meta
+from skillgraph.signals import build_warning
+from skillgraph.tiers.attempt import Attempt, better
+from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt, page_attempt
+
+if TYPE_CHECKING:
+    from skillgraph.items import DocumentItem
+    from skillgraph.spiders.base import SkillgraphSpider
+
+logger = logging.getLogger(__name__)
+
+NEGOTIATE_ACCEPT = "text/markdown, text/x-markdown;q=0.9"
+NEXT_TIERS = {"html": ("negotiated", "render"), "negotiated": ("render",), "render": ()}
+
+
+class TierLadder:
+    def __init__(self, spider: SkillgraphSpider) -> None:
+        self.spider = spider
+        self.crawler = spider.crawler
+        self.stats = spider.crawler.stats
+        settings = spider.crawler.settings
+        self.threshold = settings.getfloat("SKILLGRAPH_QUALITY_THRESHOLD", DEFAULT_THRESHOLD)
+        self.negotiate = settings.getbool("SKILLGRAPH_TIERS_NEGOTIATE", True)
+        self.render = RenderConfig.from_settings(settings)
+        self.negotiates: dict[str, bool] = {}  # host -> answered a negotiation with markdown
+        self.warned_hosts: set[tuple[str, str]] = set()
+
+    @classmethod
+    def of(cls, spider: SkillgraphSpider) -> TierLadder:
+        ladder: TierLadder | None = getattr(spider, "_skillgraph_tier_ladder", None)
+        if ladder is None:
+            ladder = cls(spider)
+            spider._skillgraph_tier_ladder = ladder  # type: ignore[attr-defined]
+        return ladder
+
+    # one response -------------------------------------------------------------
+
+    def handle(self, response: Response, link: str) -> Iterator[Any]:
+        meta = response.meta
+        stage = meta.get("skillgraph_tier") or "html"
+        if "skillgraph_depth" in meta:  # the page's own depth, for the links of a rendered page
+            meta["depth"] = meta["skillgraph_depth"]
+        if response.status != 200 and not meta.get("skillgraph_tier_error"):
+            self.stats.inc_value(f"skillgraph/tiers/status/{response.status}")
+        shell: Shell | None = None
+        code_blocks = int(meta.get("skillgraph_code_blocks", 0))
+        if meta.get("skillgraph_tier_error"):
+            attempt = Attempt.failed(stage, response.url, f"{stage} request failed: {meta['skillgraph_tier_error']}")
+        elif stage == "negotiated":
+            attempt = self.negotiated(response, code_blocks)
+        elif stage == "render":
+            attempt, _, _ = page_attempt("render", response, self.threshold)
+            if meta.get("skillgraph_follow") and isinstance(response, TextResponse) and attempt.usable:
+                yield from self.spider.follow_links(response)  # type: ignore[arg-type]  # links exist only now
+        else:
+            attempt, shell, code_blocks = page_attempt("html", response, self.threshold)
+            if shell.is_shell:
+                self.stats.inc_value("skillgraph/tiers/shell_detected")
+        self.stats.inc_value(f"skillgraph/tiers/{stage}/{'passed' if attempt.passed else 'failed'}")
+        attempts: list[dict[str, Any]] = [*meta.get("skillgraph_attempts", ())]
+        if attempt.passed:
+            yield self.document(link, attempt, stage, attempts)
+            return
+        attempts.append(attempt.summary())
+        best = better(Attempt.from_meta(meta.get("skillgraph_best")), attempt)
+        scripted = shell.executable > 0 if shell is not None else bool(meta.get("skillgraph_scripted", True))
+        request = self.next_request(response, link, stage, shell is not None and shell.is_shell, scripted,
+                                    code_blocks, attempts, best)
+        if request is not None:
+            yield request
+        else:
+            yield from self.finish(link, attempts, best)
+
+    # tiers ----------------------------------------------------------------------
+
+    def negotiated(self, response: Response, code_blocks: int) -> Attempt:
+        text = response.text if isinstance(response, TextResponse) else ""
+        title = self.spider.markdown_title(text) or response.meta.get("skillgraph_title", "")
+        attempt = negotiated_attempt(response, self.threshold, code_blocks, title)
+        if response.status == 200:  # remember whether the host negotiates at all
+            host = urlsplit(response.url).netloc
+            if is_markdown_answer(response):
+                self.negotiates[host] = True
+            else:
+                self.negotiates.setdefault(host, False)
+        if attempt.why.startswith("code fences lost"):
+            self.stats.inc_value("skillgraph/tiers/negotiated/code_fences_lost")
+        return attempt
+
+    # moving on -------------------------------------------------------------------
+
+    def next_request(self, response: Response, link: str, stage: str, shell: bool, scripted: bool,
+                     code_blocks: int, attempts: list[dict[str, Any]], best: Attempt | None) -> Request | None:
+        host = urlsplit(response.url).netloc
+        for tier in NEXT_TIERS.get(stage, ()):
+            if tier == "negotiated":
+                known = self.negotiates.get(host)
+                if not self.negotiate or known is False or (shell and known is None and self.render.enabled):
+                    self.stats.inc_value("skillgraph/tiers/negotiated/skipped")
+                    continue
+                extra: dict[str, Any] = {}
+                headers = {"Accept": NEGOTIATE_ACCEPT}
+            else:
+                if not self.render.enabled:
+                    continue
+                if not scripted:  # no <script> at all: a browser would show the very same page
+                    self.stats.inc_value("skillgraph/tiers/render/skipped")
+                    skipped = Attempt.failed("render", response.url, "skipped: the page has no scripts")
+                    attempts.append(skipped.summary())
+                    continue
+                extra, headers = render_meta(self.render), {}
+            origin = response.request
+            carried = {k: v for k, v in response.meta.items()
+                       if k in ("skillgraph_link", "skillgraph_title", "skillgraph_follow")}
+            if origin is not None and stage == "html" and origin.cb_kwargs.get("follow"):
+                carried["skillgraph_follow"] = True
+            meta = {
+                **carried, **extra,
+                "skillgraph_tier": tier,
+                "skillgraph_attempts": attempts,
+                "skillgraph_best": best.to_meta() if best else None,
+                "skillgraph_code_blocks": code_blocks,
+                "skillgraph_scripted": scripted,
+                # A tier is the same page, not a link deeper: DEPTH_LIMIT must not drop it.
+                "depth_reset": True,
+                "skillgraph_depth": response.meta.get("depth", 0),
+                "handle_httpstatus_all": True,  # every answer is examined, 404s included
+                # the same URL again, on purpose: not "recently scraped", and never a 304
+                "dont_recency": True,
+                "dont_revalidate": True,
+                # the html tier already had its retries (and Retry-After waits) for this URL
+                "dont_retry": True,
+            }
+            self.stats.inc_value(f"skillgraph/tiers/{tier}/requested")
+            priority = (origin.priority if origin is not None else 0) + 10  # finish started pages first
+            callback: Any = self.spider.html_document
+            return Request(response.url, callback=callback, cb_kwargs={"link": link},
+                           headers=headers, meta=meta, dont_filter=True, priority=priority)
+        return None
+
+    def finish(self, link: str, attempts: list[dict[str, Any]], best: Attempt | None) -> Iterator[Any]:
+        tried = "; ".join(f"{a['tier']}: {a['why']}" for a in attempts)
+        host = urlsplit(link).netloc
+        if best is not None:
+            self.stats.inc_value("skillgraph/tiers/best_effort")
+            message = f"every tier failed, best result ({best.tier}, score {best.score:.2f}) kept: {tried}"
+            self.warn("best-effort", link, message, host)
+            yield self.document(link, best, "best-effort", attempts, warned=True)
+            return
+        blocked = [a["block"] for a in attempts if a["block"]]
+        if blocked:
+            label = blocked[0]
+            self.stats.inc_value(f"skillgraph/tiers/blocked/{label}")
+            self.warn("blocked", link, f"blocked at every tier ({label}): {tried}", host, label)
+        else:
+            self.stats.inc_value("skillgraph/tiers/no_content")
+            self.warn("no-content", link, f"no tier produced content: {tried}", host)
+
+    def warn(self, kind: str, url: str, message: str, host: str, label: str | None = None) -> None:
+        level = logging.DEBUG if (kind, host) in self.warned_hosts else logging.WARNING
+        self.warned_hosts.add((kind, host))
+        logger.log(level, "Page %s: %s (further %s pages of %s are logged at DEBUG)", url, message, kind, host)
+        self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
+
+    def document(self, link: str, attempt: Attempt, tier: str, attempts: list[dict[str, Any]],
+                 warned: bool = False) -> DocumentItem:
+        item = self.spider.document(link, attempt.title, attempt.markdown, tier, utc_now())
+        item.quality = attempt.score
+        item.meta.update({
+            "response_status": attempt.status,
+            "response_headers": attempt.headers,
+            "html": attempt.html,
+            "tier_attempts": attempts,
+            "tier_warned": warned,
+        })
+        self.stats.inc_value(f"skillgraph/tiers/document/{tier}")
+        return item

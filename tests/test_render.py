@@ -1,0 +1,125 @@
+"""The render tier with real Chromium (scrapy-playwright): CSR shells, waiting, closing, a missing browser.
+
+``csr_site`` serves client-side-rendered pages: an empty ``#root`` plus a module
+script that fetches the content and mounts it after a delay. Links to further
+pages exist only in the rendered DOM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import lxml.etree as etree
+import pytest
+
+from skillgraph.render import detect_shell
+from tests.conftest import CORPUS, PYTHON_DOCS, SITES
+from tests.servers import Rule, SiteServer
+from tests.test_tiers import allow, pages_by_url
+
+SHELLS = ("index.html", "guide.html", "api.html", "broken.html")
+
+
+@pytest.fixture(scope="module")
+def csr_site() -> Iterator[SiteServer]:
+    server = SiteServer(SITES / "csr_site")
+    yield server
+    server.stop()
+
+
+def parse(path: Path) -> etree._Element:
+    return etree.fromstring(path.read_bytes(), etree.HTMLParser())
+
+
+def test_csr_pages_are_rendered_in_chromium(crawl, csr_site: SiteServer) -> None:
+    site = csr_site.url
+    result = crawl("docs", url=site + "docs/index.html", graph="csr",
+                   settings={**allow(site), "SKILLGRAPH_RENDER_TIMEOUT": "6", "DEPTH_LIMIT": "1"})
+    assert result.returncode == 0, result.log[-3000:]
+    sources = result.sources
+    pages = pages_by_url(sources)
+    # A tier request is the same page, not a link deeper: with DEPTH_LIMIT=1 the index (depth 0) is rendered
+    # and the pages it links to (depth 1) are all crawled and rendered too.
+    assert len(pages) == 5
+    assert result.stats["request_depth_max"] == 1
+    assert "depth/request_ignored_count" not in result.stats
+    for name in ("index.html", "guide.html", "api.html"):
+        page = pages[site + "docs/" + name]
+        assert page["tier"] == "render", name
+        assert page["quality"] >= 0.5
+    guide = (result.graph / pages[site + "docs/guide.html"]["file"]).read_text()
+    assert "# Widget user guide" in guide and "```python" in guide and "@scheduler.every(30)" in guide
+    # about.html is linked only from the rendered index: found by following the rendered DOM; static: html tier.
+    assert pages[site + "docs/about.html"]["tier"] == "html"
+    # A bundle that throws leaves an empty shell: rendered, waited for (bounded), still failing -> flagged.
+    assert pages[site + "docs/broken.html"]["tier"] == "best-effort"
+    warnings = [w for w in sources["warnings"] if w["url"] == site + "docs/broken.html"]
+    assert [w["kind"] for w in warnings] == ["best-effort"]
+    assert "client-side-rendered shell" in warnings[0]["message"] and "render:" in warnings[0]["message"]
+    # Shells skip content negotiation (an unknown host, a JavaScript app): straight to the browser.
+    assert not [h for _, _, h in csr_site.requests if "text/markdown" in h.get("Accept", "")]
+    stats = result.stats
+    assert stats["skillgraph/tiers/shell_detected"] == len(SHELLS)
+    assert stats["skillgraph/tiers/render/requested"] == len(SHELLS)
+    assert stats["skillgraph/tiers/document/render"] == 3
+    # Every page opened for a render was closed; one context, pages bounded.
+    assert stats["playwright/page_count"] == stats["playwright/page_count/closed"] == len(SHELLS)
+    assert stats["playwright/context_count"] == 1
+    assert stats["playwright/page_count/max_concurrent"] <= 4
+    # Images are aborted in the browser (a text extraction never reads them).
+    assert stats["playwright/request_count/aborted"] >= 1
+    assert "/docs/static/logo.png" not in csr_site.paths()
+
+
+def test_render_timeout_is_recorded_and_the_page_kept_as_best_effort(crawl) -> None:
+    # The bundle arrives after the navigation bound: the render fails, the ladder records why and moves on.
+    slow = SiteServer(SITES / "csr_site", rules={"/docs/static/app.js": Rule(delay=3.5)})
+    try:
+        site = slow.url
+        result = crawl("docs", url=site + "docs/guide.html", graph="slow",
+                       settings={**allow(site), "SKILLGRAPH_RENDER_TIMEOUT": "2"})
+    finally:
+        slow.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    [page] = result.sources["pages"]
+    assert page["tier"] == "best-effort"
+    [warning] = result.sources["warnings"]
+    assert warning["kind"] == "best-effort" and "render: render request failed: TimeoutError" in warning["message"]
+    assert result.stats["skillgraph/tiers/render/error"] == 1
+    assert result.stats["playwright/page_count"] == result.stats["playwright/page_count/closed"] == 1
+
+
+def test_missing_browser_is_a_clear_error_at_start(crawl, csr_site: SiteServer, tmp_path: Path) -> None:
+    site = csr_site.url
+    result = crawl("docs", url=site + "docs/index.html", graph="nobrowser",
+                   settings={**allow(site), "SKILLGRAPH_RENDER_BROWSER": str(tmp_path / "no-chromium")})
+    assert result.returncode != 0
+    assert "no-chromium" in result.log and "is not an executable file" in result.log
+    assert "RenderUnavailableError" in result.log
+    assert not result.graph.exists()
+    assert not [p for _, p, _ in csr_site.requests if p.endswith("nobrowser")]
+
+
+def test_render_off_degrades_shells_to_best_effort_without_a_browser(crawl, csr_site: SiteServer) -> None:
+    site = csr_site.url
+    result = crawl("docs", url=site + "docs/guide.html", graph="norender",
+                   settings={**allow(site), "SKILLGRAPH_RENDER_ENABLED": "False", "SKILLGRAPH_TIERS_NEGOTIATE": "False",
+                             "SKILLGRAPH_RENDER_BROWSER": "/nonexistent"})
+    assert result.returncode == 0, result.log[-3000:]
+    [page] = result.sources["pages"]
+    assert page["tier"] == "best-effort"
+    assert [w["kind"] for w in result.sources["warnings"]] == ["best-effort"]
+    assert not any(k.startswith("playwright/") for k in result.stats)
+
+
+def test_shell_detection() -> None:
+    for name in SHELLS:
+        shell = detect_shell(parse(SITES / "csr_site" / "docs" / name))
+        assert shell.is_shell and "#root" in shell.reason, name
+    assert not detect_shell(parse(SITES / "csr_site" / "docs" / "about.html")).is_shell
+    real = sorted(CORPUS.glob("doc_html/**/*.html")) + sorted(PYTHON_DOCS.glob("library/a*.html"))
+    assert len(real) > 20
+    flagged = [p for p in real if detect_shell(parse(p)).is_shell]
+    assert flagged == [], "real documentation pages are never shells"
+    assert not detect_shell(None).is_shell

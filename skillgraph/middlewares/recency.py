@@ -1,0 +1,146 @@
+"""RecencyMiddleware: skip page requests scraped within ``SKILLGRAPH_RECENCY_HOURS``.
+
+Scrapy's dupefilter forgets between runs (or, with JOBDIR, never lets a URL
+through again); recency dedup needs "when was this URL last scraped". The time
+is kept under ``skillgraph:scraped:<url>`` in Redis or in the local SQLite state
+(:mod:`skillgraph.state`).
+
+A page is skipped only when it is recent *and* has a file in the live graph:
+the skipped page must be carried over into the new build
+(``page_not_modified``), which needs the previous file. Probes, robots.txt
+and other ``NO_CALLBACK`` fetches are never skipped; ``dont_recency`` in
+``request.meta`` opts a request out. With ``SKILLGRAPH_RECENCY_HOURS = 0`` nothing is
+skipped, but scrape times are still recorded.
+
+This module also holds what the conditional middleware shares: which requests
+are pages, the live graph's pages, and :func:`page_unchanged`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+from weakref import WeakKeyDictionary
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+
+from skillgraph.profiler import utc_now
+from skillgraph.signals import page_not_modified
+from skillgraph.state import StateUnavailableError, get_state
+from skillgraph.urls import in_scope, page_key
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+
+class PageUnchanged(IgnoreRequest):
+    """The page is known unchanged (recent, or answered 304): its previous file is carried over."""
+
+
+def is_page_request(request: Request) -> bool:
+    return request.callback is not NO_CALLBACK and not request.meta.get("skillgraph_probe")
+
+
+def page_url(request: Request) -> str:
+    """The page a request stands for (an llms ``.md`` twin stands for its link)."""
+    return str(request.meta.get("skillgraph_link") or request.url)
+
+
+_LIVE: WeakKeyDictionary[Crawler, dict[str, dict[str, Any]]] = WeakKeyDictionary()
+
+
+def live_pages(crawler: Crawler) -> dict[str, dict[str, Any]]:
+    """The live graph's page records by URL, read once per crawl (empty when there is none)."""
+    pages = _LIVE.get(crawler)
+    if pages is None:
+        pages = {}
+        spider = crawler.spider
+        name = getattr(spider, "graph_name", None)
+        if name:
+            path = Path(crawler.settings.get("SKILLGRAPH_GRAPHS_DIR", "graphs")) / name / "sources.json"
+            try:
+                pages = {p["url"]: p for p in json.loads(path.read_text("utf-8"))["pages"]}
+            except FileNotFoundError:
+                pass
+            except (ValueError, KeyError, TypeError):
+                crawler.stats.inc_value("skillgraph/recency/unreadable_graph")
+                logger.warning("Unreadable %s: every page is fetched again", path, exc_info=True)
+        _LIVE[crawler] = pages
+    return pages
+
+
+async def page_unchanged(crawler: Crawler, request: Request, url: str) -> NoReturn:
+    """Carry the page over, count it as handled, and refuse the request."""
+    await crawler.signals.send_catch_log_async(page_not_modified, url=url)
+    spider = crawler.spider
+    fetched = getattr(spider, "fetched_urls", None)
+    if fetched is not None:
+        fetched.add(page_key(url))
+    if request.cb_kwargs.get("follow"):
+        expand(crawler)
+    raise PageUnchanged(f"unchanged: {url}")
+
+
+def expand(crawler: Crawler) -> None:
+    """A link-following page kept without a body has no links to follow: revisit the live graph's pages.
+
+    An unchanged page links where it linked before, so its targets are in the
+    previous graph; a new page is linked from a changed page, which is parsed.
+    """
+    spider = crawler.spider
+    known: set[str] | None = getattr(spider, "known_urls", None)
+    profile = getattr(spider, "profile", None)
+    if known is None or profile is None or getattr(spider, "_skillgraph_expanded", False):
+        return
+    spider._skillgraph_expanded = True  # type: ignore[union-attr]
+    assert crawler.engine is not None
+    for url in live_pages(crawler):
+        key = page_key(url)
+        if "#" in url or key in known or not in_scope(url, profile.scope):
+            continue
+        known.add(key)
+        crawler.stats.inc_value("skillgraph/recency/revisited")
+        crawler.engine.crawl(Request(url, callback=spider.parse_page, cb_kwargs={"follow": True}))  # type: ignore[union-attr]
+
+
+class RecencyMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        hours = crawler.settings.getfloat("SKILLGRAPH_RECENCY_HOURS", 24)
+        # 0 turns the skip off; scrape times are still recorded, for the runs that skip.
+        self.window = timedelta(hours=hours) if hours > 0 else None
+        self.crawler = crawler
+        self.state = get_state(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RecencyMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        if self.window is None or not is_page_request(request) or request.meta.get("dont_recency"):
+            return
+        url = page_url(request)
+        if url not in live_pages(self.crawler):
+            return
+        try:
+            scraped = await self.state.scraped_at(url)
+        except StateUnavailableError:
+            return
+        if scraped is None or datetime.now(UTC) - scraped > self.window:
+            return
+        self.crawler.stats.inc_value("skillgraph/recency/skipped")
+        await page_unchanged(self.crawler, request, url)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        if response.status == 200 and is_page_request(request):
+            with contextlib.suppress(StateUnavailableError):
+                await self.state.set_scraped(page_url(request), utc_now())
+        return response

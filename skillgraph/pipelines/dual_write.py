@@ -1,0 +1,202 @@
+"""DualWritePipeline: every new document goes to disk first, then onto the Redis queue.
+
+Scrapy's feed exports append to one file per crawl and know nothing of a
+queue; store workers need each document once, even across a Redis outage. So:
+
+1. ``items/<spider>/<sha256>.json`` is written atomically (temp file, fsync,
+   ``os.replace``; in a thread, off the reactor). With a queue, a
+   ``pending/<sha256>`` marker is created *before* it, so a document on disk
+   is always either pushed or marked pending.
+2. The document JSON is pushed with ``redis.asyncio`` together with
+   ``skillgraph:content_hash:<url>`` in one atomic Lua script
+   (:func:`push_document`, one round trip), then the marker is removed. A
+   document whose hash is already recorded is not pushed again, so a retry
+   after a lost reply, or ``scrapy replay``, never duplicates it.
+3. When Redis is unreachable the crawl goes on: the marker stays, a warning is
+   logged once and ``skillgraph/dual_write/pending`` counted; ``scrapy replay``
+   pushes the pending documents later.
+
+Documents marked ``meta["unchanged"]`` by the dedup pipeline are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+
+from skillgraph.items import sha256_text
+from skillgraph.pipelines.dedup import OrderedExit, item_meta
+from skillgraph.state import HASH_PREFIX, QUEUE_KEY, RedisState, StateUnavailableError, get_state
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+PUBLIC_FIELDS = ("url", "title", "markdown", "sha256", "fetched_at", "source", "domain", "strategy", "tier",
+                 "quality")
+
+
+def write_bytes_durable(path: Path, data: bytes) -> None:
+    """Write to a temp file beside ``path``, fsync it, and move it into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class ItemStore:
+    """``items/<spider>/<sha256>.json`` plus ``items/<spider>/pending/<sha256>`` markers."""
+
+    def __init__(self, root: Path, spider: str) -> None:
+        self.dir = root / spider
+        self.pending_dir = self.dir / "pending"
+
+    def path(self, sha: str) -> Path:
+        return self.dir / f"{sha}.json"
+
+    def marker(self, sha: str) -> Path:
+        return self.pending_dir / sha
+
+    def save(self, doc: dict[str, Any], pending: bool) -> bool:
+        """Write the document unless it is already on disk; True when written."""
+        path = self.path(doc["sha256"])
+        if path.exists():
+            return False
+        if pending:
+            self.pending_dir.mkdir(parents=True, exist_ok=True)
+            self.marker(doc["sha256"]).touch()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_bytes_durable(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        return True
+
+    def is_pending(self, sha: str) -> bool:
+        return self.marker(sha).exists()
+
+    def done(self, sha: str) -> None:
+        self.marker(sha).unlink(missing_ok=True)
+
+    def pending(self) -> list[str]:
+        if not self.pending_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.pending_dir.iterdir() if not p.name.startswith("."))
+
+    def load(self, sha: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.path(sha).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+
+
+#: RPUSH the document unless its hash is already recorded for the URL, and record it: one atomic step.
+PUSH_SCRIPT = """
+if redis.call('GET', KEYS[2]) == ARGV[2] then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+"""
+
+
+async def push_document(redis: Redis, doc: dict[str, Any]) -> bool:
+    """Push the document and record its hash atomically (a Lua script); False when already recorded."""
+    payload = json.dumps(doc, ensure_ascii=False)
+    script = redis.register_script(PUSH_SCRIPT)
+    return bool(await script(keys=[QUEUE_KEY, HASH_PREFIX + doc["url"]], args=[payload, doc["sha256"]]))
+
+
+class DualWritePipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.root = Path(settings.get("SKILLGRAPH_ITEMS_DIR") or "items")
+        self.state = get_state(crawler)
+        self.queue = settings.getbool("SKILLGRAPH_QUEUE_ENABLED", True) and isinstance(self.state, RedisState)
+        self.store: ItemStore | None = None
+        self.warned = False
+        self.order = OrderedExit()
+        self.saving: set[str] = set()  # hashes being written or pushed
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DualWritePipeline:
+        return cls(crawler)
+
+    def open_spider(self) -> None:
+        assert self.crawler.spider is not None
+        self.store = ItemStore(self.root, self.crawler.spider.name)
+
+    async def process_item(self, item: Any) -> Any:
+        async with self.order.turn():
+            return await self._process(item)
+
+    async def _process(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        stats = self.crawler.stats
+        if item_meta(adapter).get("unchanged"):
+            stats.inc_value("skillgraph/dual_write/skipped_unchanged")
+            return item
+        assert self.store is not None
+        doc: dict[str, Any] = {name: adapter.get(name) for name in PUBLIC_FIELDS}
+        doc["sha256"] = sha = sha256_text(doc["markdown"])
+        if sha in self.saving:  # the same content under another URL, being saved right now
+            stats.inc_value("skillgraph/dual_write/already_saved")
+            return item
+        self.saving.add(sha)
+        try:
+            await self._save(doc)
+        except OSError:
+            # The graph still gets the page; only its disk item (and so its queue entry) is missing.
+            stats.inc_value("skillgraph/dual_write/disk_error")
+            logger.error("Could not write the disk item of %s", doc["url"], exc_info=True)
+        finally:
+            self.saving.discard(sha)
+        return item
+
+    async def _save(self, doc: dict[str, Any]) -> None:
+        assert self.store is not None
+        stats = self.crawler.stats
+        if await asyncio.to_thread(self.store.save, doc, self.queue):
+            stats.inc_value("skillgraph/dual_write/disk_written")
+        elif not self.store.is_pending(doc["sha256"]):
+            stats.inc_value("skillgraph/dual_write/already_saved")
+        if not self.queue:
+            with contextlib.suppress(StateUnavailableError):
+                await self.state.set_content_hash(doc["url"], doc["sha256"])
+        elif self.store.is_pending(doc["sha256"]):
+            await self._push(doc)
+
+    async def _push(self, doc: dict[str, Any]) -> None:
+        from redis.exceptions import RedisError
+
+        assert isinstance(self.state, RedisState) and self.store is not None
+        stats = self.crawler.stats
+        if self.state.available():
+            try:
+                pushed = await push_document(self.state.redis, doc)
+            except (RedisError, OSError) as exc:
+                self.state.failed(exc)
+            else:
+                self.state.recovered()
+                self.store.done(doc["sha256"])
+                stats.inc_value("skillgraph/dual_write/pushed" if pushed else "skillgraph/dual_write/already_queued")
+                return
+        stats.inc_value("skillgraph/dual_write/pending")
+        if not self.warned:
+            self.warned = True
+            logger.warning("Redis queue unreachable: documents stay pending under %s; run `scrapy replay %s`",
+                           self.store.pending_dir, self.crawler.spider.name if self.crawler.spider else "")

@@ -1,0 +1,234 @@
+"""Crawl state that outlives a run: content hashes, scrape times, HTTP validators.
+
+Scrapy's HttpCache stores whole responses and its dupefilter only fingerprints
+requests; dedup across runs needs a small key-value state instead, shared by
+the recency and conditional middlewares and the dedup and dual-write
+pipelines. Two backends:
+
+* ``SqliteState`` (local mode): stdlib ``sqlite3`` in ``SKILLGRAPH_STATE_PATH``,
+  WAL journal, autocommit, one indexed row per call. Calls are small, but a
+  WAL checkpoint fsyncs (``bench/pipelines.py`` measured stalls of hundreds of
+  ms on a loaded machine), so they run on one worker thread, off the reactor.
+* ``RedisState`` (``REDIS_URL`` set): the DESIGN.md keys
+  ``skillgraph:content_hash:<url>`` and ``skillgraph:scraped:<url>`` through
+  ``redis.asyncio`` (never blocking the reactor). When Redis is unreachable a
+  call answers "unknown" (the page is fetched and written, not skipped), a
+  warning is logged once and ``skillgraph/state/redis_error`` counted; Redis
+  is then left alone for ``SKILLGRAPH_REDIS_RETRY_SECONDS``.
+
+HTTP validators (ETag, Last-Modified) stay in SQLite in both modes: they only
+mean something next to the local live graph whose files a 304 carries over.
+One state per crawler (:func:`get_state`), closed on ``engine_stopped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+QUEUE_KEY = "skillgraph:queue"
+PROCESSING_KEY = "skillgraph:processing"
+HASH_PREFIX = "skillgraph:content_hash:"
+SCRAPED_PREFIX = "skillgraph:scraped:"
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS content_hash (url TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS scraped (url TEXT PRIMARY KEY, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS validators (url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT);
+"""
+
+
+def parse_time(value: str | bytes | None) -> datetime | None:
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else value
+    try:
+        return datetime.strptime(text, TIME_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+class StateUnavailableError(Exception):
+    """The state backend cannot be reached; callers treat the answer as unknown."""
+
+
+class SqliteState:
+    """The embedded store: one small table per kind of state, used from one worker thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """Opened on first use: a crawl that never needs state (``scrapy detect``) leaves no file."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        return self._db
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the state's one worker thread (a checkpoint fsync must not stall the reactor)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillgraph-state")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _get(self, sql: str, url: str) -> Any:
+        row = self.db.execute(sql, (url,)).fetchone()
+        return row[0] if row else None
+
+    def _put(self, sql: str, *params: str | None) -> None:
+        self.db.execute(sql, params)
+
+    async def content_hash(self, url: str) -> str | None:
+        return await self._run(self._get, "SELECT sha256 FROM content_hash WHERE url = ?", url)
+
+    async def set_content_hash(self, url: str, sha256: str) -> None:
+        await self._run(self._put, "INSERT OR REPLACE INTO content_hash VALUES (?, ?)", url, sha256)
+
+    async def scraped_at(self, url: str) -> datetime | None:
+        return parse_time(await self._run(self._get, "SELECT at FROM scraped WHERE url = ?", url))
+
+    async def set_scraped(self, url: str, at: str) -> None:
+        await self._run(self._put, "INSERT OR REPLACE INTO scraped VALUES (?, ?)", url, at)
+
+    def _validators(self, url: str) -> tuple[str | None, str | None]:
+        row = self.db.execute("SELECT etag, last_modified FROM validators WHERE url = ?", (url,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    async def validators(self, url: str) -> tuple[str | None, str | None]:
+        return await self._run(self._validators, url)
+
+    def _set_validators(self, items: dict[str, tuple[str | None, str | None]]) -> None:
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT OR REPLACE INTO validators VALUES (?, ?, ?)",
+                                [(url, etag, lm) for url, (etag, lm) in items.items()])
+
+    async def set_validators(self, items: dict[str, tuple[str | None, str | None]]) -> None:
+        await self._run(self._set_validators, items)
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    async def close(self) -> None:
+        if self._executor is not None:
+            await self._run(self._close)
+            self._executor.shutdown(wait=False)
+            self._executor = None
+        self._close()
+
+
+class RedisState(SqliteState):
+    """Content hashes and scrape times in Redis; validators in the local SQLite file."""
+
+    def __init__(self, path: str | Path, redis_url: str, crawler: Crawler | None = None,
+                 retry_seconds: float = 5.0) -> None:
+        super().__init__(path)
+        self.redis = connect_redis(redis_url)
+        self.crawler = crawler
+        self.retry_seconds = retry_seconds
+        self.down_until = 0.0
+        self.warned = False
+
+    def available(self) -> bool:
+        return time.monotonic() >= self.down_until
+
+    def failed(self, exc: BaseException) -> StateUnavailableError:
+        """Note an outage (warning once, stat always) and leave Redis alone for a while."""
+        self.down_until = time.monotonic() + self.retry_seconds
+        if self.crawler is not None and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("skillgraph/state/redis_error")
+        if not self.warned:
+            self.warned = True
+            logger.warning("Redis unreachable (%s); going on without it", exc)
+        return StateUnavailableError(str(exc))
+
+    def recovered(self) -> None:
+        self.warned = False
+
+    async def _call(self, method: str, *args: Any) -> Any:
+        from redis.exceptions import RedisError
+
+        if not self.available():
+            raise StateUnavailableError("redis marked down")
+        try:
+            result = await getattr(self.redis, method)(*args)
+        except (RedisError, OSError) as exc:
+            raise self.failed(exc) from exc
+        self.recovered()
+        return result
+
+    async def content_hash(self, url: str) -> str | None:
+        value = await self._call("get", HASH_PREFIX + url)
+        return value.decode() if value is not None else None
+
+    async def set_content_hash(self, url: str, sha256: str) -> None:
+        await self._call("set", HASH_PREFIX + url, sha256)
+
+    async def scraped_at(self, url: str) -> datetime | None:
+        return parse_time(await self._call("get", SCRAPED_PREFIX + url))
+
+    async def set_scraped(self, url: str, at: str) -> None:
+        await self._call("set", SCRAPED_PREFIX + url, at)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+        await super().close()
+
+
+def connect_redis(url: str) -> Redis:
+    """An asyncio client that fails fast: no retry loop, short timeouts."""
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    return Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, retry=Retry(NoBackoff(), 0))
+
+
+_STATES: WeakKeyDictionary[Crawler, SqliteState] = WeakKeyDictionary()
+
+
+def get_state(crawler: Crawler) -> SqliteState:
+    """The crawler's one state backend (created on first use, closed when the engine stops)."""
+    state = _STATES.get(crawler)
+    if state is None:
+        settings = crawler.settings
+        path = settings.get("SKILLGRAPH_STATE_PATH") or ".scrapy/skillgraph/state.sqlite3"
+        redis_url = settings.get("REDIS_URL")
+        if redis_url:
+            state = RedisState(path, redis_url, crawler, settings.getfloat("SKILLGRAPH_REDIS_RETRY_SECONDS", 5.0))
+        else:
+            state = SqliteState(path)
+        _STATES[crawler] = state
+
+        async def close() -> None:
+            _STATES.pop(crawler, None)
+            await state.close()
+
+        crawler.signals.connect(close, signal=signals.engine_stopped, weak=False)
+    return state

@@ -1,0 +1,65 @@
+"""The state backends: SQLite (local) and Redis (real redis-server), incl. an outage."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from skillgraph.profiler import utc_now
+from skillgraph.state import HASH_PREFIX, SCRAPED_PREFIX, RedisState, SqliteState, StateUnavailableError, get_state
+from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
+
+URL = "http://127.0.0.1:1/docs/a.html"
+
+
+def test_sqlite_round_trip_survives_reopen(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        state = SqliteState(tmp_path / "s" / "state.sqlite3")
+        assert await state.content_hash(URL) is None
+        assert await state.scraped_at(URL) is None
+        assert await state.validators(URL) == (None, None)
+        await state.set_content_hash(URL, "ab" * 32)
+        await state.set_scraped(URL, "2026-11-29T12:00:00Z")
+        await state.set_validators({URL: ('"v1"', "Sun, 29 Nov 2026 12:00:00 GMT")})
+        await state.close()
+        again = SqliteState(tmp_path / "s" / "state.sqlite3")
+        assert await again.content_hash(URL) == "ab" * 32
+        scraped = await again.scraped_at(URL)
+        assert scraped is not None and scraped.isoformat() == "2026-11-29T12:00:00+00:00"
+        assert await again.validators(URL) == ('"v1"', "Sun, 29 Nov 2026 12:00:00 GMT")
+        await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_redis_uses_design_keys_and_survives_an_outage(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+    crawler = get_crawler(Spider, {"REDIS_URL": redis_server.url, "SKILLGRAPH_STATE_PATH": str(tmp_path / "v.db"),
+                                   "SKILLGRAPH_REDIS_RETRY_SECONDS": 0.2})
+    state = get_state(crawler)
+    assert isinstance(state, RedisState)
+    assert get_state(crawler) is state, "one state per crawler"
+    now = utc_now()
+
+    async def scenario() -> None:
+        await state.set_content_hash(URL, "cd" * 32)
+        await state.set_scraped(URL, now)
+        assert await state.content_hash(URL) == "cd" * 32
+        redis_server.stop()
+        with pytest.raises(StateUnavailableError):
+            await state.content_hash(URL)
+        with pytest.raises(StateUnavailableError):
+            await state.scraped_at(URL)  # marked down: not even tried
+        redis_server.start()
+        await asyncio.sleep(0.3)  # past SKILLGRAPH_REDIS_RETRY_SECONDS
+        assert await state.content_hash(URL) == "cd" * 32, "data saved across the restart, client reconnects"
+        await state.close()
+
+    asyncio.run(scenario())
+    client = redis_server.client()
+    assert client.get(HASH_PREFIX + URL) == b"cd" * 32
+    assert client.get(SCRAPED_PREFIX + URL) == now.encode()
+    assert crawler.stats.get_value("skillgraph/state/redis_error") == 1, "counted once: then left alone a while"

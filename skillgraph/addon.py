@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skillgraph import __version__
+from skillgraph.handlers.socks import configure as configure_socks
+from skillgraph.render import configure as configure_render
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -22,9 +24,22 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_STORE_URL": "sqlite:///store.sqlite3",
     "SKILLGRAPH_MAX_PAGES": 400,
     "SKILLGRAPH_CRAWL_TIMEOUT": 240,
+    "SKILLGRAPH_CRAWL_TIMEOUT_GRACE": 15,
     "SKILLGRAPH_RECENCY_HOURS": 24,
+    # dedup, dual write, incremental recrawl (issue 5; docs/pipelines.md)
+    "SKILLGRAPH_DEDUP_ENABLED": True,
+    "SKILLGRAPH_QUEUE_ENABLED": True,
+    "SKILLGRAPH_CONDITIONAL_ENABLED": True,
+    "SKILLGRAPH_STATE_PATH": ".scrapy/skillgraph/state.sqlite3",
+    "SKILLGRAPH_REDIS_RETRY_SECONDS": 5.0,
     "SKILLGRAPH_SSRF_ENABLED": True,
     "SKILLGRAPH_SSRF_ALLOWLIST": [],
+    # politeness and proxies (issue 7; docs/safety.md)
+    "SKILLGRAPH_POLITENESS_ENABLED": True,
+    "SKILLGRAPH_POLITENESS_MAX_CRAWL_DELAY": 60.0,
+    "SKILLGRAPH_POLITENESS_MAX_RETRY_AFTER": 120.0,
+    "SKILLGRAPH_PROXY_URL": None,
+    "SKILLGRAPH_PROXY_FAIL_OPEN": True,
     "SKILLGRAPH_LLMS_FULL_MIN_CHARS": 2000,
     "SKILLGRAPH_LLMS_MAX_SECTIONS": 400,
     "SKILLGRAPH_LLMS_FILE_BYTES": 49152,
@@ -33,6 +48,26 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_SITEMAP_MAX_URLS": 100_000,
     "SKILLGRAPH_CONTACT_URL": "https://github.com/skillgraph/skillgraph",
     "SKILLGRAPH_STATS_FILE": None,
+    # quality gates (issue 4; docs/quality.md)
+    "SKILLGRAPH_QUALITY_ENABLED": True,
+    "SKILLGRAPH_QUALITY_THRESHOLD": 0.5,
+    # tier ladder and render (skillgraph/tiers, skillgraph/render; docs/rendering.md)
+    "SKILLGRAPH_TIERS_NEGOTIATE": True,
+    "SKILLGRAPH_RENDER_ENABLED": True,
+    "SKILLGRAPH_RENDER_BACKEND": "playwright",
+    "SKILLGRAPH_RENDER_BROWSER": "/usr/bin/chromium",
+    "SKILLGRAPH_RENDER_TIMEOUT": 20.0,
+    "SKILLGRAPH_RENDER_WAIT_CHARS": 200,
+    "SKILLGRAPH_RENDER_MAX_PAGES_OPEN": 4,
+    "SKILLGRAPH_SPLASH_URL": "",
+    # domain spiders and the batch runner (issue 6; docs/spiders.md, docs/batch.md)
+    "SKILLGRAPH_MEDIAWIKI_APLIMIT": "max",
+    "SKILLGRAPH_BATCH_JOBS": 4,
+    "SKILLGRAPH_BATCH_GRACE": 30.0,
+    "SKILLGRAPH_BATCH_KILL_WAIT": 10.0,
+    "SKILLGRAPH_BATCH_DETECT_TIMEOUT": 60.0,
+    "SKILLGRAPH_BATCH_PROGRESS_INTERVAL": 10.0,
+    "SKILLGRAPH_BATCH_REPORT": "",
 }
 
 #: Scrapy settings whose defaults skillgraph makes polite and safe.
@@ -48,19 +83,43 @@ POLITE: dict[str, object] = {
     "TELNETCONSOLE_ENABLED": False,
     # Scrapy 2.19's remote-control extension serves code execution over HTTP: off.
     "REMOTE_CONTROL_ENABLED": False,
+    # issue 7: only http(s) is fetched; URLs strangers wrote never reach local files, data: or ftp/s3.
+    "DOWNLOAD_HANDLERS": {"file": None, "data": None, "ftp": None, "s3": None},
     "COOKIES_ENABLED": False,
+    # Block pages come as 403/429/503 too: they reach the tier ladder to be examined and recorded.
+    "HTTPERROR_ALLOWED_CODES": [403, 429, 503],
 }
 
-DOWNLOADER_MIDDLEWARES: dict[str, int] = {}
+DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
+    # issue 5: recency skip after robots (100); conditional GET after redirect (600), so each hop revalidates
+    "skillgraph.middlewares.recency.RecencyMiddleware": 120,
+    "skillgraph.middlewares.conditional.ConditionalMiddleware": 650,
+    "skillgraph.tiers.TierErrorMiddleware": 540,  # tier requests that failed reach the ladder (before retry 550)
+    # safety (issue 7): SSRF guard after HttpProxy (750), so it sees the proxy and every redirect hop
+    "skillgraph.middlewares.ssrf.SSRFMiddleware": 950,
+    "skillgraph.middlewares.politeness.PolitenessMiddleware": 560,  # Retry-After, before Retry (550)
+    "skillgraph.middlewares.proxy.ProxyMiddleware": 740,  # SKILLGRAPH_PROXY_URL + fail-open, before HttpProxy
+    "skillgraph.safety.limits.RedirectLimitMiddleware": 605,  # counts the hop Redirect (600) drops
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "skillgraph.safety.limits.BoundedHttpCompressionMiddleware": 590,  # same, plus a bomb stat
+}
 
 ITEM_PIPELINES: dict[str, int] = {
+    "skillgraph.pipelines.quality.QualityGatePipeline": 300,  # issue 4: block pages and thin pages never written
     "skillgraph.pipelines.page_budget.PageBudgetPipeline": 600,
+    "skillgraph.pipelines.dedup.ContentDedupPipeline": 700,
+    "skillgraph.pipelines.dual_write.DualWritePipeline": 800,
     "skillgraph.pipelines.graph.GraphWriterPipeline": 900,
+}
+
+SPIDER_MIDDLEWARES: dict[str, int] = {
+    "skillgraph.middlewares.resume.ResumeJournal": 50,  # JOBDIR runs resume into a complete graph
 }
 
 EXTENSIONS: dict[str, int] = {
     "skillgraph.extensions.crawl_timeout.CrawlTimeout": 500,
     "skillgraph.extensions.stats_file.StatsFile": 900,
+    "skillgraph.render.check.RenderCheck": 100,
 }
 
 
@@ -76,7 +135,10 @@ class Addon:
         for setting, components in (
             ("DOWNLOADER_MIDDLEWARES", DOWNLOADER_MIDDLEWARES),
             ("ITEM_PIPELINES", ITEM_PIPELINES),
+            ("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARES),
             ("EXTENSIONS", EXTENSIONS),
         ):
             for path, priority in components.items():
                 settings[setting].set(path, priority, "addon")
+        configure_render(settings)  # the render backend's download handler or middlewares
+        configure_socks(settings)  # issue 7: the http(s) handler, SOCKS5-capable (after render's choice)

@@ -124,6 +124,16 @@ class _ProfileRun:
         self.probes: list[Probe] = []
         self.network_errors = 0  # consecutive network failures
 
+    def _probe(self, probe: Probe) -> None:
+        """Record a probe; a rejection or an error is also logged and counted (the reason is the outcome)."""
+        self.probes.append(probe)
+        kind = probe.outcome.split(":", 1)[0]
+        stats = self.p.crawler.stats
+        assert stats is not None
+        stats.inc_value(f"skillgraph/profiler/probe/{kind}")
+        if kind in ("rejected", "error"):
+            logger.info("Probe %s %s", probe.url, probe.outcome)
+
     def _done(self, strategy: str, source: str, **extra: Any) -> SiteProfile:
         return SiteProfile(self.url, strategy, self.scope, source, utc_now(), self.probes, **extra)
 
@@ -134,19 +144,19 @@ class _ProfileRun:
             response = await self.p.fetch(url)
         except Exception as exc:
             reason = str(exc) or type(exc).__name__
-            self.probes.append(Probe(url, None, f"error: {reason[:200]}"))
+            self._probe(Probe(url, None, f"error: {reason[:200]}"))
             if not isinstance(exc, IgnoreRequest):
                 self.network_errors += 1
             return None
         self.network_errors = 0
         if urlsplit(response.url).netloc.lower() != urlsplit(url).netloc.lower():
-            self.probes.append(Probe(url, response.status, f"rejected: redirected off-host to {response.url}"))
+            self._probe(Probe(url, response.status, f"rejected: redirected off-host to {response.url}"))
             return None
         if response.status in (404, 410):
-            self.probes.append(Probe(url, response.status, "missing"))
+            self._probe(Probe(url, response.status, "missing"))
             return None
         if response.status >= 400:
-            self.probes.append(Probe(url, response.status, f"rejected: HTTP {response.status}"))
+            self._probe(Probe(url, response.status, f"rejected: HTTP {response.status}"))
             return None
         return response
 
@@ -181,12 +191,12 @@ class _ProfileRun:
         text = self._text(response)
         ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if looks_like_html(text, ctype):
-            self.probes.append(Probe(url, response.status, "rejected: HTML"))
+            self._probe(Probe(url, response.status, "rejected: HTML"))
             return None
         if len(text) <= self.p.full_min_chars:
-            self.probes.append(Probe(url, response.status, f"rejected: {len(text)} characters"))
+            self._probe(Probe(url, response.status, f"rejected: {len(text)} characters"))
             return None
-        self.probes.append(Probe(url, response.status, "accepted"))
+        self._probe(Probe(url, response.status, "accepted"))
         return self._done("llms-full", response.url, corpus=text)
 
     async def _llms_index(self, url: str) -> SiteProfile | None:
@@ -199,13 +209,13 @@ class _ProfileRun:
         text = self._text(response)
         ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if looks_like_html(text, ctype):
-            self.probes.append(Probe(url, response.status, "rejected: HTML"))
+            self._probe(Probe(url, response.status, "rejected: HTML"))
             return None
         index = parse_llms_txt(text, response.url)
         if not index.links:
-            self.probes.append(Probe(url, response.status, "rejected: no links"))
+            self._probe(Probe(url, response.status, "rejected: no links"))
             return None
-        self.probes.append(Probe(url, response.status, "accepted"))
+        self._probe(Probe(url, response.status, "accepted"))
         return self._done("llms-index", response.url, index=index)
 
     async def _link_header(self) -> SiteProfile | None:
@@ -215,9 +225,9 @@ class _ProfileRun:
         header = b", ".join(response.headers.getlist(b"Link")).decode("latin-1")
         match = _LINK_LLMS.search(header)
         if not match:
-            self.probes.append(Probe(self.url, response.status, "missing: no rel=llms-txt Link header"))
+            self._probe(Probe(self.url, response.status, "missing: no rel=llms-txt Link header"))
             return None
-        self.probes.append(Probe(self.url, response.status, "accepted: rel=llms-txt Link header"))
+        self._probe(Probe(self.url, response.status, "accepted: rel=llms-txt Link header"))
         target = urljoin(response.url, match.group(1))
         return await self._llms_index(target)
 
@@ -229,7 +239,7 @@ class _ProfileRun:
         robots = await self._get(root + "robots.txt")
         if robots is not None:
             listed = robots_sitemaps(robots.body, robots.url)
-            self.probes.append(Probe(robots.url, robots.status, f"accepted: {len(listed)} Sitemap lines"))
+            self._probe(Probe(robots.url, robots.status, f"accepted: {len(listed)} Sitemap lines"))
             candidates += [u for u in listed if u not in candidates]
         for url in candidates:
             profile = await self._sitemap(url)
@@ -251,24 +261,24 @@ class _ProfileRun:
             try:
                 parsed = parse_sitemap(response.body, self.p.max_size)
             except SitemapError as exc:
-                self.probes.append(Probe(current, response.status, f"rejected: {exc}"))
+                self._probe(Probe(current, response.status, f"rejected: {exc}"))
                 continue
             parsed_any += 1
             if parsed.kind == "sitemapindex":
                 children = [u for u in parsed.locs if u not in seen]
                 seen.update(children)
                 pending.extend(children)
-                self.probes.append(Probe(current, response.status, f"accepted: index of {len(parsed.locs)}"))
+                self._probe(Probe(current, response.status, f"accepted: index of {len(parsed.locs)}"))
                 continue
             inside = [u for u in parsed.locs if in_scope(u, self.scope)]
             skipped += len(parsed.locs) - len(inside)
             pages.extend(inside[: self.p.max_sitemap_urls - len(pages)])
-            self.probes.append(Probe(current, response.status, f"accepted: {len(inside)} URLs in scope"))
+            self._probe(Probe(current, response.status, f"accepted: {len(inside)} URLs in scope"))
         if pending:
             logger.warning("Sitemap %s: %d child sitemaps left unread (bound reached)", url, len(pending))
         if not pages:
             if parsed_any:
-                self.probes.append(Probe(url, None, "rejected: no URLs in scope"))
+                self._probe(Probe(url, None, "rejected: no URLs in scope"))
             return None
         unique = list(dict.fromkeys(pages))
         return self._done("sitemap", url, page_urls=unique, sitemap_skipped=skipped)

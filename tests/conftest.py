@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Rule, SiteServer, copy_site, gzip_in_place
+from tests.servers import Rule, SiteServer, copy_site, gzip_in_place, live_origins
+from tests.wiki import mediawiki  # noqa: F401  (session fixture: a real MediaWiki, issue 6)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -56,7 +58,8 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, SiteSe
     for name in ("llms_stub", "crawl_site"):
         _, servers[name] = _origin_site(name, tmp)
     root, servers["llms_scoped"] = _origin_site("llms_scoped", tmp)
-    (root / "docs" / "llms-full.txt").write_bytes(corpus_file("llms_full/litellm-docs__static_llms-full.txt").read_bytes())
+    corpus = corpus_file("llms_full/litellm-docs__static_llms-full.txt")
+    (root / "docs" / "llms-full.txt").write_bytes(corpus.read_bytes())
     _, servers["sitemap_site"] = _origin_site("sitemap_site", tmp, gzip_files=("maps/pages.xml",))
     _, link = _origin_site("link_header", tmp)
     link.rules["/docs/"] = Rule(headers={"Link": '</docs/ai/index.txt>; rel="llms-txt"'})
@@ -99,8 +102,17 @@ class CrawlResult:
         return sorted(self.graph.glob("*.md"))
 
 
+_LOOPBACK_ORIGIN = re.compile(r"https?://(127\.0\.0\.1:\d+)")
+
+
 def run_scrapy(args: list[str], cwd: Path = ROOT, timeout: float = 300, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
+    # The SSRF guard is on: allow exactly the running fixture servers and the loopback origins the
+    # command names (127.0.0.1:PORT each), unless the test sets SKILLGRAPH_SSRF_ALLOWLIST itself.
+    if args and not args[0].startswith("-") and not any(a.startswith("SKILLGRAPH_SSRF_ALLOWLIST=") for a in args):
+        named = [m.group(1) for a in args for m in _LOOPBACK_ORIGIN.finditer(a)]
+        allow = ",".join(sorted({*live_origins(), *named}))
+        args = [args[0], "-s", f"SKILLGRAPH_SSRF_ALLOWLIST={allow}", *args[1:]]
     return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -117,6 +129,9 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
         for key, value in spider_args.items():
             args += ["-a", f"{key}={value}"]
         merged = {**TEST_SETTINGS, "SKILLGRAPH_GRAPHS_DIR": str(graphs), "SKILLGRAPH_STATS_FILE": str(stats_file),
+                  # issue 5: disk items and dedup state per test, never in the project root
+                  "SKILLGRAPH_ITEMS_DIR": str(tmp_path / "items"),
+                  "SKILLGRAPH_STATE_PATH": str(tmp_path / "state.sqlite3"),
                   **(settings or {})}
         for key, value in merged.items():
             args += ["-s", f"{key}={value}"]

@@ -25,6 +25,15 @@ class Rule:
     delay: float = 0.0
 
 
+#: Running servers: their exact ``127.0.0.1:PORT`` origins are allowlisted for test crawls.
+LIVE: set[SiteServer] = set()
+
+
+def live_origins() -> list[str]:
+    """``host:port`` of every running SiteServer (the SSRF guard's exact allowlist entries)."""
+    return sorted(f"127.0.0.1:{server.port}" for server in LIVE)
+
+
 class SiteServer:
     """Serve ``root`` on a free loopback port until :meth:`stop`."""
 
@@ -44,7 +53,7 @@ class SiteServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 server.requests.append((time.monotonic(), self.path, dict(self.headers.items())))
                 rule = server.rules.get(self.path.split("?")[0]) or server.default
                 if rule is None:
@@ -81,6 +90,7 @@ class SiteServer:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+        LIVE.add(self)  # the SSRF allowlist of test crawls (conftest.run_scrapy)
 
     @property
     def url(self) -> str:
@@ -94,6 +104,7 @@ class SiteServer:
         return [path for _, path, _ in self.requests]
 
     def stop(self) -> None:
+        LIVE.discard(self)
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.response import get_base_url
 
-from skillgraph.extract import extract_response
 from skillgraph.items import DocumentItem
 from skillgraph.llms import coalesce, looks_like_html, markdown_twin, split_sections
 from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
+from skillgraph.tiers import TierLadder
 from skillgraph.urls import in_scope, page_key
 
 if TYPE_CHECKING:
@@ -47,6 +47,12 @@ class SkillgraphSpider(Spider):
     domain: ClassVar[str] = ""
     scope: ClassVar[str | None] = None
     strategy: ClassVar[str | None] = None  # force one of profiler.STRATEGIES
+
+    # set in from_crawler, from settings read once
+    profiler: SiteProfiler
+    max_sections: int
+    file_bytes: int
+    include_optional: bool
 
     def __init__(
         self,
@@ -139,6 +145,10 @@ class SkillgraphSpider(Spider):
         yield self._original(response.request)
 
     def twin_failed(self, failure: Any) -> Iterator[Request]:
+        from skillgraph.middlewares.recency import PageUnchanged
+
+        if failure.check(PageUnchanged):  # recent or 304: carried over, no fallback fetch (issue 5)
+            return
         self.crawler.stats.inc_value("skillgraph/llms/twin_error")
         yield self._original(failure.request)
 
@@ -151,7 +161,7 @@ class SkillgraphSpider(Spider):
 
     @staticmethod
     def is_markdown(response: Response) -> bool:
-        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+        ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         body_head = response.body[:256].decode("utf-8", "replace")
         if looks_like_html(body_head, ctype):
             return False
@@ -161,9 +171,10 @@ class SkillgraphSpider(Spider):
     def parse_page(self, response: Response, follow: bool = False) -> Iterator[Any]:
         link = response.meta.get("skillgraph_link", response.url)
         self.fetched_urls.add(page_key(link))
-        if follow and isinstance(response, HtmlResponse):
+        ok = 200 <= response.status < 300  # 403/429/503 reach here to be examined as block pages
+        if follow and ok and isinstance(response, HtmlResponse):
             yield from self.follow_links(response)
-        if self.is_markdown(response):
+        if ok and self.is_markdown(response):
             text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
             title = self.markdown_title(text) or response.meta.get("skillgraph_title", "")
             yield self.document(link, title, text, "markdown", utc_now())
@@ -174,29 +185,43 @@ class SkillgraphSpider(Spider):
         yield from self.html_document(response, link)
 
     def html_document(self, response: HtmlResponse, link: str) -> Iterator[Any]:
-        """Extract an HTML page into a document (the ``html`` tier)."""
-        extraction = extract_response(response)
-        title = extraction.title or response.meta.get("skillgraph_title", "")
-        yield self.document(link, title, extraction.markdown, "html", utc_now())
+        """Extract an HTML page into a document, degrading tier by tier when the quality gates fail.
+
+        Also the callback of the ladder's own requests (``negotiated``, ``render``), so
+        they stay serialisable: see ``skillgraph.tiers`` and docs/rendering.md.
+        """
+        yield from TierLadder.of(self).handle(response, link)
 
     def follow_links(self, response: HtmlResponse) -> Iterator[Request]:
+        """Follow in-scope links to pages.
+
+        Not ``LinkExtractor``: on API reference pages with hundreds of links it
+        cost five times the HTML parse (canonicalising every URL). Here links
+        are read from the tree already parsed, joined, stripped of fragments
+        and filtered by a string prefix; the dupefilter still canonicalises
+        the few that are new.
+        """
         assert self.profile is not None
         scope = self.profile.scope
-        for link in self.link_extractor.extract_links(response):
-            if not in_scope(link.url, scope):
-                self.crawler.stats.inc_value("skillgraph/crawl/out_of_scope")
+        base = get_base_url(response)
+        out_of_scope = 0
+        for href in response.selector.root.xpath("//a/@href"):
+            href = str(href).strip()
+            if not href or href.startswith(("#", "mailto:", "javascript:", "tel:", "data:")):
                 continue
-            key = page_key(link.url)
-            if key in self.known_urls:
+            url = page_key(urljoin(base, href))
+            if url in self.known_urls:
                 continue
-            self.known_urls.add(key)
-            yield Request(link.url, callback=self.parse_page, cb_kwargs={"follow": True})
-
-    @property
-    def link_extractor(self) -> LinkExtractor:
-        if not hasattr(self, "_link_extractor"):
-            self._link_extractor = LinkExtractor(deny_extensions=_NOT_PAGES, canonicalize=False, unique=True)
-        return self._link_extractor
+            if not url.startswith(scope) and not in_scope(url, scope):
+                out_of_scope += 1
+                continue
+            path = urlsplit(url).path
+            if path.rsplit(".", 1)[-1].lower() in _NOT_PAGES and "." in path.rsplit("/", 1)[-1]:
+                continue
+            self.known_urls.add(url)
+            yield Request(url, callback=self.parse_page, cb_kwargs={"follow": True})
+        if out_of_scope:
+            self.crawler.stats.inc_value("skillgraph/crawl/out_of_scope", out_of_scope)
 
     @staticmethod
     def markdown_title(text: str) -> str:
@@ -217,11 +242,10 @@ class SkillgraphSpider(Spider):
         )
 
 
-def _not_pages() -> list[str]:
+def _not_pages() -> frozenset[str]:
     from scrapy.linkextractors import IGNORED_EXTENSIONS
 
-    return [*IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"]
+    return frozenset([*IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"])
 
 
 _NOT_PAGES = _not_pages()
-

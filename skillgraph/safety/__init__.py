@@ -1,0 +1,1 @@
+"""Safety: the SSRF decision and the guarded resolver that applies it to every connection."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,35 @@ def live_origins() -> list[str]:
     return sorted(f"127.0.0.1:{server.port}" for server in LIVE)
 
 
-class SiteServer:
+def free_port() -> int:
+    """A loopback port nobody listens on (for services that take a port, and for refused connections)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LoopbackHTTPServer:
+    """A ``ThreadingHTTPServer`` for ``handler`` on 127.0.0.1 with an OS-chosen port, until :meth:`stop`."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class SiteServer(LoopbackHTTPServer):
     """Serve ``root`` on a free loopback port until :meth:`stop`."""
 
     def __init__(self, root: Path, rules: dict[str, Rule] | None = None, default: Rule | None = None) -> None:
@@ -86,27 +115,15 @@ class SiteServer:
                     return "application/gzip"
                 return super().guess_type(path)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler)
         LIVE.add(self)  # the SSRF allowlist of test crawls (conftest.run_scrapy)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
 
     def paths(self) -> list[str]:
         return [path for _, path, _ in self.requests]
 
     def stop(self) -> None:
         LIVE.discard(self)
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().stop()
 
 
 def copy_site(src: Path, dst: Path) -> Path:

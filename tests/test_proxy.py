@@ -27,17 +27,13 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from skillgraph.addon import Addon
 from skillgraph.handlers.socks import SocksDownloadHandlerMixin, SocksProxy
 from skillgraph.middlewares.proxy import ProxyMiddleware, redact
-from tests.servers import SiteServer
+from tests.servers import SiteServer, free_port
 
 SSRF_SITE = Path(__file__).parent / "fixtures" / "hostile" / "ssrf_site"
 #: The browser tier is not what these tests exercise (and a short fixture page would start Chromium).
 FAST = {"SKILLGRAPH_RENDER_ENABLED": "False"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Pproxy:

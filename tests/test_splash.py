@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -27,7 +26,7 @@ from scrapy.core.spidermw import SpiderMiddlewareManager
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import SITES
-from tests.servers import SiteServer
+from tests.servers import LoopbackHTTPServer, SiteServer
 from tests.test_tiers import allow, pages_by_url
 
 SPLASH_DEDUP = "skillgraph.render.splash_compat.SplashDeduplicateArgsMiddleware"
@@ -51,7 +50,7 @@ def render_html(url: str, headers: dict[str, str]) -> tuple[int, bytes]:
     return 200, html.encode("utf-8")
 
 
-class FakeSplash:
+class FakeSplash(LoopbackHTTPServer):
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         server = self
@@ -82,17 +81,7 @@ class FakeSplash:
             def do_GET(self) -> None:
                 self._answer({k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 @pytest.fixture(scope="module")

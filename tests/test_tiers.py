@@ -8,9 +8,8 @@ Block pages go through every tier, the browser render included (real Chromium).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,10 @@ import pytest
 
 from skillgraph.tiers import code_fences_kept
 from tests.conftest import SITES, corpus_file
-from tests.servers import Rule, SiteServer
+from tests.servers import LoopbackHTTPServer, Rule, SiteServer
 
 
-class NegotiatingServer:
+class NegotiatingServer(LoopbackHTTPServer):
     """Serves a directory; a request accepting ``text/markdown`` gets the page's ``.md`` sibling."""
 
     def __init__(self, root: Path) -> None:
@@ -52,17 +51,7 @@ class NegotiatingServer:
                     return
                 super().do_GET()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 BLOCK_PAGES = {  # path: (status, headers, corpus file, expected label, has scripts: worth a browser render)

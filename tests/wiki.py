@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.servers import free_port
 
 SETUP = Path(__file__).resolve().parents[2] / "shared" / "tools" / "mediawiki" / "setup_wiki.sh"
 TEMPLATE = Path(tempfile.gettempdir()) / f"skillgraph-mediawiki-{os.getuid()}"
@@ -38,10 +39,6 @@ class Wiki:
         return self.url.removeprefix("http://")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _setup(data: Path) -> str:

@@ -91,17 +91,16 @@ POLITE: dict[str, object] = {
 }
 
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
-    # issue 5: recency skip after robots (100); conditional GET after redirect (600), so each hop revalidates
-    "skillgraph.middlewares.recency.RecencyMiddleware": 120,
-    "skillgraph.middlewares.conditional.ConditionalMiddleware": 650,
-    "skillgraph.tiers.TierErrorMiddleware": 540,  # tier requests that failed reach the ladder (before retry 550)
-    # safety (issue 7): SSRF guard after HttpProxy (750), so it sees the proxy and every redirect hop
-    "skillgraph.middlewares.ssrf.SSRFMiddleware": 950,
-    "skillgraph.middlewares.politeness.PolitenessMiddleware": 560,  # Retry-After, before Retry (550)
-    "skillgraph.middlewares.proxy.ProxyMiddleware": 740,  # SKILLGRAPH_PROXY_URL + fail-open, before HttpProxy
-    "skillgraph.safety.limits.RedirectLimitMiddleware": 605,  # counts the hop Redirect (600) drops
+    # In priority order; responses pass through them in reverse.
+    "skillgraph.middlewares.recency.RecencyMiddleware": 120,  # skip recently scraped pages, after robots (100)
+    "skillgraph.tiers.TierErrorMiddleware": 540,  # failed tier requests reach the ladder (before retry 550)
+    "skillgraph.middlewares.politeness.PolitenessMiddleware": 560,  # sees 429/503 Retry-After before Retry does
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
-    "skillgraph.safety.limits.BoundedHttpCompressionMiddleware": 590,  # same, plus a bomb stat
+    "skillgraph.safety.limits.BoundedHttpCompressionMiddleware": 590,  # the same, plus a decompression-bomb stat
+    "skillgraph.safety.limits.RedirectLimitMiddleware": 605,  # counts the hop Redirect (600) drops
+    "skillgraph.middlewares.conditional.ConditionalMiddleware": 650,  # after redirects: each hop revalidates
+    "skillgraph.middlewares.proxy.ProxyMiddleware": 740,  # SKILLGRAPH_PROXY_URL and fail-open, before HttpProxy
+    "skillgraph.middlewares.ssrf.SSRFMiddleware": 950,  # last: sees the proxy and every redirect hop
 }
 
 ITEM_PIPELINES: dict[str, int] = {
@@ -117,9 +116,9 @@ SPIDER_MIDDLEWARES: dict[str, int] = {
 }
 
 EXTENSIONS: dict[str, int] = {
+    "skillgraph.render.check.RenderCheck": 100,  # a missing browser fails the crawl at start
     "skillgraph.extensions.crawl_timeout.CrawlTimeout": 500,
     "skillgraph.extensions.stats_file.StatsFile": 900,
-    "skillgraph.render.check.RenderCheck": 100,
 }
 
 

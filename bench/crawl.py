@@ -17,18 +17,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
 
 
-class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
 
 
 def run_plain(url: str, concurrency: int) -> tuple[int, float]:
@@ -60,8 +56,7 @@ def main() -> int:
     if not (DOCS / "index.html").exists():
         print(f"{DOCS} missing: apt-get install python3.11-doc", file=sys.stderr)
         return 2
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(DOCS)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_directory(DOCS)
     host, port = server.server_address[:2]
     url = f"http://{host}:{port}/index.html"
     plain_rates, ours_rates, pages = [], [], {}

@@ -21,12 +21,11 @@ import resource
 import statistics
 import subprocess
 import sys
-import threading
 import timeit
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
@@ -39,9 +38,6 @@ SAFETY = {
 }
 
 
-class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
 
 
 def child(mode: str, url: str, pages: int, allow: str) -> None:
@@ -139,8 +135,7 @@ def main() -> int:
     if not (DOCS / "index.html").exists():
         print(f"{DOCS} missing: install Debian's python3.11-doc", file=sys.stderr)
         return 2
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(DOCS)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_directory(DOCS)
     port = server.server_address[1]
     url, allow = f"http://127.0.0.1:{port}/library/index.html", f"127.0.0.1:{port}"
     per_request: dict[str, list[float]] = {"off": [], "on": []}

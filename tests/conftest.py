@@ -82,6 +82,16 @@ def python_docs() -> Iterator[SiteServer]:
     server.stop()
 
 
+@pytest.fixture
+def slow_docs() -> Iterator[SiteServer]:
+    """The real Python docs, each response a little slow, so that an outage or a signal lands mid-crawl."""
+    if not (PYTHON_DOCS / "index.html").exists():
+        pytest.fail(f"{PYTHON_DOCS} missing: install Debian's python3.11-doc")
+    server = SiteServer(PYTHON_DOCS, default=Rule(delay=0.15))
+    yield server
+    server.stop()
+
+
 @dataclass
 class CrawlResult:
     returncode: int

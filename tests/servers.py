@@ -10,10 +10,11 @@ from __future__ import annotations
 import gzip
 import shutil
 import socket
+import socketserver
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,15 @@ def free_port() -> int:
 
 
 class LoopbackHTTPServer:
-    """A ``ThreadingHTTPServer`` for ``handler`` on 127.0.0.1 with an OS-chosen port, until :meth:`stop`."""
+    """A threaded server for ``handler`` on 127.0.0.1 with an OS-chosen port, until :meth:`stop`.
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    ``server_class`` is ``ThreadingHTTPServer`` for ``http.server`` handlers, or a
+    ``socketserver.ThreadingTCPServer`` for handlers that write raw bytes.
+    """
+
+    def __init__(self, handler: type[socketserver.BaseRequestHandler],
+                 server_class: type[socketserver.ThreadingTCPServer] = ThreadingHTTPServer) -> None:
+        self.httpd = server_class(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

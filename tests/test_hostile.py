@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.servers import LoopbackHTTPServer
+
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 MB = 1024 * 1024
 
@@ -67,7 +69,11 @@ def not_found(sock: socket.socket, _: str) -> None:
     respond(sock, "404 Not Found", {"Content-Type": "text/plain", "Content-Length": "9"}, b"not found")
 
 
-class RawServer:
+class _ReusableTCPServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+
+
+class RawServer(LoopbackHTTPServer):
     """A threaded loopback HTTP server whose routes write raw bytes; records each request's path, time, agent."""
 
     def __init__(self, routes: dict[str, Send], fallback: Send = not_found) -> None:
@@ -94,22 +100,7 @@ class RawServer:
                 with contextlib.suppress(OSError):  # the client gave up: the point of most cases
                     server.routes.get(path, fallback)(self.request, target)
 
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler, _ReusableTCPServer)
 
 
 class Listener:

@@ -5,26 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from skillgraph.commands.replay import replay as replay_pending
 from skillgraph.pipelines.dual_write import ItemStore
-from tests.conftest import PYTHON_DOCS, run_scrapy
+from tests.conftest import run_scrapy
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
-from tests.servers import Rule, SiteServer
-
-
-@pytest.fixture
-def slow_docs() -> Iterator[SiteServer]:
-    """The real Python docs, each response a little slow, so that the outage lands mid-crawl."""
-    if not (PYTHON_DOCS / "index.html").exists():
-        pytest.fail(f"{PYTHON_DOCS} missing: install Debian's python3.11-doc")
-    server = SiteServer(PYTHON_DOCS, default=Rule(delay=0.15))
-    yield server
-    server.stop()
+from tests.servers import SiteServer
 
 
 def stop_when_queued(server: RedisServer, count: int, stopped: threading.Event) -> None:

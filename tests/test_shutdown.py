@@ -9,24 +9,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import PYTHON_DOCS, ROOT, TEST_SETTINGS
-from tests.servers import Rule, SiteServer
+from tests.conftest import ROOT, TEST_SETTINGS
+from tests.servers import SiteServer
 
 MAX_PAGES = 16
 
 
-@pytest.fixture
-def slow_docs() -> Iterator[SiteServer]:
-    if not (PYTHON_DOCS / "index.html").exists():
-        pytest.fail(f"{PYTHON_DOCS} missing: install Debian's python3.11-doc")
-    server = SiteServer(PYTHON_DOCS, default=Rule(delay=0.15))
-    yield server
-    server.stop()
 
 
 def crawl_command(site: SiteServer, tmp: Path, stats: Path) -> list[str]:

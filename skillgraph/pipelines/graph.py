@@ -60,6 +60,7 @@ class GraphWriterPipeline:
         self.truncated: dict[str, Any] | None = None
         self.profile: SiteProfile | None = None
         self.files: dict[str, str] = {}  # page URL -> file name
+        self.taken: set[str] = set()  # file names used in this build
         self.hashes: dict[str, str] = {}  # sha256 -> first page URL with that content
         self.staging: Path | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -173,13 +174,14 @@ class GraphWriterPipeline:
         self.crawler.stats.inc_value("skillgraph/graph/pages")
 
     def _file_name(self, url: str) -> str:
+        """A free file name for ``url``'s page, claimed for this build."""
         scope = self.profile.scope if self.profile else url
         stem = file_stem_for(url, scope)[:120]
-        taken = set(self.files.values())
         name, n = f"{stem}.md", 1
-        while name in taken:
+        while name in self.taken:
             n += 1
             name = f"{stem}-{n}.md"
+        self.taken.add(name)
         return name
 
     # finishing --------------------------------------------------------------

@@ -220,8 +220,8 @@ class SkillgraphSpider(Spider):
             if not url.startswith(scope) and not in_scope(url, scope):
                 out_of_scope += 1
                 continue
-            path = urlsplit(url).path
-            if path.rsplit(".", 1)[-1].lower() in _NOT_PAGES and "." in path.rsplit("/", 1)[-1]:
+            last = urlsplit(url).path.rsplit("/", 1)[-1]
+            if "." in last and last.rsplit(".", 1)[1].lower() in _NOT_PAGES:
                 continue
             self.known_urls.add(url)
             yield Request(url, callback=self.parse_page, cb_kwargs={"follow": True})

@@ -221,7 +221,7 @@ def test_pygments_line_numbers_and_highlight_tables_are_not_code() -> None:
     assert extract_html(html).markdown == "```python\nx = 1\ny = 2\n```\n\n```\na = 1\nb = 2\n```\n"
 
 
-def test_tables_pipe_escaping_colspan_and_complex_fallback() -> None:
+def test_tables_pipe_escaping_spans_and_complex_fallback() -> None:
     html = wrap(
         "<table><thead><tr><th>k</th><th>v</th><th>w</th></tr></thead>"
         "<tbody><tr><td>a|b</td><td colspan='2'><p>one</p><p>two</p></td></tr></tbody></table>"
@@ -230,8 +230,27 @@ def test_tables_pipe_escaping_colspan_and_complex_fallback() -> None:
     )
     md = extract_html(html).markdown
     assert "| k | v | w |\n| --- | --- | --- |\n| a\\|b | one two |  |" in md
-    assert "- **n:** r\n\n  **d:** x\n- **n:** r\n\n  **d:** y\n" in md, "a rowspan repeats its cell in each row"
+    assert "| n | d |\n| --- | --- |\n| r | x |\n| r | y |" in md, "a rowspan repeats its cell in each row"
     assert "outer" in md and "inner" in md and "| outer" not in md
+    assert_output_rules(md)
+
+
+def test_header_rows_merge_into_one_label_per_column() -> None:
+    """Sphinx grid tables: a group header spanning columns over a row of sub-headers (c-api/typeobj.html)."""
+    html = wrap(
+        "<table><thead>"
+        "<tr><th rowspan='2'>Slot</th><th rowspan='2'>Type</th><th colspan='2'>Info</th></tr>"
+        "<tr><th>O</th><th>T</th></tr></thead>"
+        "<tbody><tr><td>tp_name</td><td>const char *</td><td>X</td><td></td></tr>"
+        "<tr><td>tp_code</td><td><pre>int x;</pre></td><td></td><td>X</td></tr></tbody></table>"
+        "<table><tr><th>only</th><th>headers</th></tr><tr><th>a</th><th>b</th></tr></table>"
+    )
+    md = extract_html(html).markdown
+    labels = "**Slot:** tp_name\n\n  **Type:** const char \\*\n\n  **Info / O:** X"
+    assert labels in md, "two header rows make one label per column, the group label on each column it spans"
+    assert "**Info / T:**\n\n  ```\n  int x;" not in md and "**Type:**\n\n  ```\n  int x;\n  ```" in md
+    assert "| Slot" not in md and "O\n" not in md, "the sub-header row is a header, not a row of data"
+    assert "| only | headers |\n| --- | --- |\n| a | b |" in md, "a table of header cells only keeps its rows"
     assert_output_rules(md)
 
 

@@ -47,6 +47,7 @@ def test_gate_passes_on_the_python_docs(tmp_path: Path) -> None:
     py = figures["python_docs"]
     assert py["pages"] >= 200
     assert py["skillgraph"]["code_in_fence"] > py["trafilatura"]["code_in_fence"]
+    assert 0.5 < py["page_text"]["text_f1"] <= py["skillgraph"]["text_f1"], "at or above the page's own text"
     assert py["pages_with"] == {"pilcrow": 0, "html-tag": 0, "blank-run": 0}
     assert "speed_ratio" in py and "x faster" in proc.stdout  # reported, not asserted
 
@@ -54,7 +55,8 @@ def test_gate_passes_on_the_python_docs(tmp_path: Path) -> None:
 def passing_figures() -> tuple[dict[str, Any], dict[str, Any]]:
     row = {"text_precision": 0.93, "text_recall": 0.97, "text_f1": 0.95, "markdown_f1": 0.9, "code_in_fence": 0.995}
     traf = {**row, "text_f1": 0.92, "code_in_fence": 0.66}
-    py = {"pages": 421, "skillgraph": row, "trafilatura": traf, "speed_ratio": 8.0,
+    shown = {"text_precision": 0.915, "text_recall": 0.976, "text_f1": 0.945}
+    py = {"pages": 421, "skillgraph": row, "trafilatura": traf, "page_text": shown, "speed_ratio": 8.0,
           "pages_with": {"pilcrow": 0, "html-tag": 0, "blank-run": 0}}
     doc = {"pairs": 3, "skillgraph": {"code_fenced": 1.0, "nav_leaks": 0, "rows": []}}
     return py, doc
@@ -76,10 +78,12 @@ def test_gate_fails_on_each_kind_of_regression() -> None:
     worse["skillgraph"]["code_in_fence"] = 0.6
     worse["pages_with"]["html-tag"] = 2
     worse["speed_ratio"] = 2.0
+    worse["page_text"]["text_f1"] = py["skillgraph"]["text_f1"] + 0.01
     failures = module.gate(worse, doc, pinned, speed=True)
     assert any("code_in_fence" in f for f in failures)
     assert any("html-tag" in f for f in failures)
     assert any("speed ratio" in f for f in failures)
+    assert any("below the page's own shown text" in f for f in failures)
     assert not any("speed" in f for f in module.gate(worse, doc, pinned, speed=False))
 
     leaky = json.loads(json.dumps(doc))

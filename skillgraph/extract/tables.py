@@ -1,10 +1,15 @@
 """Tables: pipe tables when they fit, a readable list of rows when they do not.
 
-A pipe table holds one line of inline text per cell.  Tables with a nested
-table, a rowspan, or block content in a cell (code, lists, several blocks of
-which one is not a paragraph) become a list: one item per row, each cell led
-by its column header in bold.  Never raw HTML.  Pygments line-number tables
-(``table.highlighttable``) are code blocks, not tables.
+A pipe table holds one line of inline text per cell and one header row.
+Spans are laid out on the grid first: a ``colspan`` cell fills its first
+column, a ``rowspan`` cell is repeated in each row it covers (so every row
+reads on its own, as a chunk of it may), and several header rows (Sphinx
+grid tables with a spanning group header) merge into one label per column,
+``Info / O``.  Tables with a nested table or block content in a cell (code,
+lists, several blocks of which one is not a paragraph) become a list: one
+item per row, each cell led by its column label in bold.  Never raw HTML.
+Pygments line-number tables (``table.highlighttable``) are code blocks, not
+tables.
 """
 
 from __future__ import annotations
@@ -58,35 +63,42 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
     if caption is not None:
         out.blocks.extend(r.blocks(caption))
     grid: list[list[list[str]]] = []
-    header = False
+    head_rows = 0
     complex_ = False
     spans: dict[int, tuple[int, list[str]]] = {}  # column -> (rows still covered, blocks)
-    for i, (tr, in_head) in enumerate(_rows(el)):
+    for tr, in_head in _rows(el):
         row: list[list[str]] = []
         cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP]
-        if i == 0:
-            header = in_head or (bool(cells) and all(c.tag == "th" for c in cells))
+        is_head = head_rows == len(grid) and (in_head or (bool(cells) and all(c.tag == "th" for c in cells)))
+        head_rows += is_head  # the leading run of header rows
         for cell in cells:
             _carry(row, spans)
             blocks = r.blocks(cell)
             rowspan = _span(cell, "rowspan")
             nested = not complex_ and cell.find(".//table") is not None
-            if nested or rowspan > 1 or any(_is_block(b) for b in blocks):
+            if nested or any(_is_block(b) for b in blocks):
                 complex_ = True
             for _ in range(_span(cell, "colspan")):
                 if rowspan > 1:
                     spans[len(row)] = (rowspan - 1, blocks)
                 row.append(blocks)
-                blocks = []
+                if not is_head:  # a group header labels every column it spans
+                    blocks = []
         _carry(row, spans)
         if row:
             grid.append(row)
+        elif head_rows > len(grid):
+            head_rows = len(grid)
     if not grid:
         return
+    if head_rows == len(grid):  # header cells only: the first row labels the rest
+        head_rows = min(head_rows, 1)
+    labels = _labels(grid[:head_rows])
+    body = grid[head_rows:]
     if complex_:
-        out.blocks.append(_as_list(grid, header))
+        out.blocks.append(_as_list(labels, body))
     else:
-        out.blocks.append(_as_pipes(grid))
+        out.blocks.append(_as_pipes(labels, body))
 
 
 def _carry(row: list[list[str]], spans: dict[int, tuple[int, list[str]]]) -> None:
@@ -105,24 +117,36 @@ def _cell_text(blocks: list[str]) -> str:
     return text.replace("|", "\\|") if "|" in text else text
 
 
-def _as_pipes(grid: list[list[list[str]]]) -> str:
-    width = max(len(row) for row in grid)
-    lines = []
-    for n, row in enumerate(grid):
-        cells = [_cell_text(c) for c in row] + [""] * (width - len(row))
-        lines.append("| " + " | ".join(cells) + " |")
-        if n == 0:
-            lines.append("|" + " --- |" * width)
+def _labels(head: list[list[list[str]]]) -> list[str] | None:
+    """One label per column from the header rows, top to bottom, repeats (spans) said once."""
+    if not head:
+        return None
+    labels = []
+    for column in range(max(len(row) for row in head)):
+        parts: list[str] = []
+        for row in head:
+            text = _cell_text(row[column]) if column < len(row) else ""
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        labels.append(" / ".join(parts))
+    return labels
+
+
+def _as_pipes(labels: list[str] | None, body: list[list[list[str]]]) -> str:
+    rows = [[_cell_text(c) for c in row] for row in body]
+    width = max([len(labels or [])] + [len(row) for row in rows])
+    head = labels if labels is not None else rows.pop(0) if rows else []
+    lines = ["| " + " | ".join(head + [""] * (width - len(head))) + " |", "|" + " --- |" * width]
+    lines.extend("| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows)
     return "\n".join(lines)
 
 
-def _as_list(grid: list[list[list[str]]], header: bool) -> str:
-    labels = [_cell_text(c) for c in grid[0]] if header else []
+def _as_list(labels: list[str] | None, body: list[list[list[str]]]) -> str:
     items = []
-    for row in grid[1:] if header else grid:
+    for row in body:
         blocks: list[str] = []
         for i, cell in enumerate(row):
-            label = labels[i] if i < len(labels) else ""
+            label = labels[i] if labels and i < len(labels) else ""
             cell = list(cell)
             if label and cell and not _is_block(cell[0]):
                 cell[0] = f"**{label}:** {cell[0]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -27,6 +28,8 @@ def assert_built(result: CrawlResult, strategy: str, min_pages: int) -> dict:
         assert set(page) == {"url", "file", "sha256", "fetched_at", "tier", "quality"}
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", page["fetched_at"])
         assert page["tier"] in {"corpus", "markdown", "html", "negotiated", "render", "best-effort"}
+        written = (result.graph / page["file"]).read_bytes()
+        assert page["sha256"] == hashlib.sha256(written).hexdigest(), "sources.json hashes the file as written"
     for key in ("name", "built_at", "scrape_profile", "pages", "truncated", "warnings", "changes"):
         assert key in sources
     return sources
@@ -84,6 +87,12 @@ def test_no_index_crawls_within_scope(crawl, sites: dict[str, SiteServer]) -> No
     assert "/other/elsewhere.html" not in site.paths()
     assert result.stats["skillgraph/crawl/out_of_scope"] >= 1
     assert sources["truncated"] is None
+    index = next(p for p in sources["pages"] if p["url"].endswith("/docs/index.html"))
+    text = (result.graph / index["file"]).read_text()
+    local = re.findall(r"\]\(([^()\s:]+\.md)(?:#[^()\s]*)?\)", text)
+    assert len(local) == 6 and all((result.graph / f).is_file() for f in local), text
+    assert f"]({site.url}other/elsewhere.html)" in text and "](https://example.com/offsite)" in text
+    assert result.stats["skillgraph/graph/local_links"] >= 6
 
 
 def test_max_pages_cap_is_recorded(crawl, sites: dict[str, SiteServer]) -> None:

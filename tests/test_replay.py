@@ -49,7 +49,7 @@ def test_outage_mid_crawl_then_replay_exactly_once(crawl, slow_docs: SiteServer,
     assert len(pages) == 16
     items = tmp_path / "items" / "docs"
     docs = {p.stem: json.loads(p.read_text()) for p in items.glob("*.json")}
-    assert set(docs) == {p["sha256"] for p in pages}, "every document is on disk"
+    assert {d["url"] for d in docs.values()} == {p["url"] for p in pages}, "every document is on disk"
     assert all(sha == doc["sha256"] and doc["markdown"] for sha, doc in docs.items())
     pending = sorted(p.name for p in (items / "pending").iterdir())
     assert stats["skillgraph/dual_write/pending"] == len(pending) >= 6

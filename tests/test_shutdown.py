@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from skillgraph.items import sha256_text
 from tests.conftest import ROOT, TEST_SETTINGS
 from tests.servers import SiteServer
 
@@ -76,10 +77,10 @@ def test_sigterm_then_resume_completes_the_graph(slow_docs: SiteServer, tmp_path
     urls = [p["url"] for p in sources["pages"]]
     assert len(urls) == len(set(urls)) == MAX_PAGES, "the resumed build is whole"
     assert {e["url"] for e in journaled} <= set(urls), "the stopped run's pages are in the resumed graph"
+    stored = {d["url"] for d in first_docs.values()} | {json.loads(p.read_text())["url"] for p in items.glob("*.json")}
     for page in sources["pages"]:
         text = (tmp_path / "graphs" / "pydocs" / page["file"]).read_text()
-        assert text and page["sha256"] in {d["sha256"] for d in first_docs.values()} | {
-            json.loads(p.read_text())["sha256"] for p in items.glob("*.json")}
+        assert text and page["url"] in stored and page["sha256"] == sha256_text(text)
     start = "/library/index.html"
     twice = {path: n for path, n in page_fetches(slow_docs).items() if n > 1 and path != start}
     assert not twice, f"pages fetched by both runs: {twice}"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 
+from skillgraph.graph_links import LocalLinks, rewrite_links
 from skillgraph.items import sha256_text
 from skillgraph.profiler import utc_now
 from skillgraph.signals import build_deadline, build_truncated, build_warning, page_not_modified, profile_detected
@@ -62,6 +63,8 @@ class GraphWriterPipeline:
         self.files: dict[str, str] = {}  # page URL -> file name
         self.taken: set[str] = set()  # file names used in this build
         self.hashes: dict[str, str] = {}  # sha256 -> first page URL with that content
+        self.aliases: dict[str, str] = {}  # URL not written -> the URL written with the same content
+        self.local_links: bool = crawler.settings.getbool("SKILLGRAPH_GRAPH_LOCAL_LINKS", True)
         self.staging: Path | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.on_warning, signal=build_warning)
@@ -127,6 +130,7 @@ class GraphWriterPipeline:
         if adapter["tier"] != "corpus" and adapter["sha256"] in self.hashes:
             # The same page under a second URL (``/docs/`` and ``/docs/index.html``): one file.
             self.crawler.stats.inc_value("skillgraph/graph/duplicate_content")
+            self.aliases[url] = self.hashes[adapter["sha256"]]
             logger.debug("%s has the same content as %s; not written twice", url, self.hashes[adapter["sha256"]])
             return item
         self.hashes[adapter["sha256"]] = url
@@ -233,8 +237,32 @@ class GraphWriterPipeline:
         return {"new": new, "changed": changed, "unchanged": len(current) - new - changed,
                 "removed": sum(1 for u in previous if u not in current)}
 
+    def _link_pages(self) -> None:
+        """Point links between this build's pages at their files (see :mod:`skillgraph.graph_links`).
+
+        Runs once every page is known, so a link to a page written later is
+        rewritten too.  A file that changes gets its ``sha256`` recomputed:
+        sources.json hashes the markdown as written.
+        """
+        assert self.staging is not None
+        if not self.local_links:
+            return
+        old_files = {page["file"]: url for url, page in self.previous_pages().items()}
+        links = LocalLinks(((p["url"], p["file"]) for p in self.pages), self.aliases, old_files)
+        total = 0
+        for page in self.pages:
+            path = self.staging / page["file"]
+            text, count = rewrite_links(path.read_text("utf-8"), links.target)
+            if count:
+                path.write_text(text, encoding="utf-8")
+                page["sha256"] = sha256_text(text)
+                total += count
+        self.crawler.stats.set_value("skillgraph/graph/local_links", total)
+        logger.info("Graph %s: %d links between its pages point at their files", self.name, total)
+
     def _commit(self) -> None:
         assert self.staging is not None
+        self._link_pages()
         write_json_atomic(self.staging / "sources.json", self._sources())
         link = self.live_path
         link.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,125 @@
+"""Links between the pages of one graph, pointed at the graph's own files.
+
+A skill graph is read as a folder: by an agent opening files, an editor, a
+static site generator.  A link to another page of the same build is worth
+more as that page's file (``library-json.md#json.dumps``) than as its web
+URL: it stays inside the graph, works offline and shows the reader the page
+is there.  Links to pages outside the graph stay absolute.  Fragments are
+kept, since they name the place on the page.
+
+Only link destinations in prose are touched: fenced code and inline code
+spans are copied byte for byte (a ``[x](url)`` there is code, not a link).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from skillgraph.urls import page_key
+
+_FENCE = re.compile(r"^[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t]+)*(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+_LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
+
+
+def _rewrite_prose(text: str, target: Callable[[str], str | None]) -> tuple[str, int]:
+    count = 0
+
+    def link(match: re.Match[str]) -> str:
+        nonlocal count
+        new = target(match.group(1))
+        if new is None or new == match.group(1):
+            return match.group(0)
+        count += 1
+        return f"]({new})"
+
+    parts, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        parts.append(_LINK_DEST.sub(link, text[last : span.start()]))
+        parts.append(span.group(0))
+        last = span.end()
+    parts.append(_LINK_DEST.sub(link, text[last:]))
+    return "".join(parts), count
+
+
+def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[str, int]:
+    """``markdown`` with each prose link destination ``d`` replaced by ``target(d)`` when not None.
+
+    Returns the new text and how many links were rewritten.
+    """
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    total = 0
+
+    def flush() -> None:
+        nonlocal total
+        if prose:
+            text, n = _rewrite_prose("".join(prose), target)
+            out.append(text)
+            total += n
+            prose.clear()
+
+    for line in markdown.splitlines(keepends=True):
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                flush()
+                fence = match.group(1)
+                out.append(line)
+            else:
+                prose.append(line)
+        else:
+            out.append(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line[match.end():].strip():
+                fence = None
+    flush()
+    return "".join(out), total
+
+
+class LocalLinks:
+    """Maps the URLs of a build's pages to its files, for :func:`rewrite_links`.
+
+    ``pages`` are ``(url, file)`` pairs.  A page's URL without its fragment is
+    its key, except for sections of an llms-full corpus, which share one URL
+    and differ by fragment: those are known by their full URL only.  ``aliases``
+    are URLs not written because their content was already written under
+    another URL (``/docs/`` and ``/docs/index.html``).  ``old_files`` maps the
+    file names of the previous build to URLs, so a page carried over from it
+    (whose links already point at files) follows renamed files.
+    """
+
+    def __init__(self, pages: Iterable[tuple[str, str]], aliases: dict[str, str] | None = None,
+                 old_files: dict[str, str] | None = None) -> None:
+        self.by_key: dict[str, str] = {}
+        self.by_url: dict[str, str] = {}
+        for url, file in pages:
+            if "#" in url:
+                self.by_url[url] = file
+            else:
+                self.by_key.setdefault(url, file)
+        for alias, url in (aliases or {}).items():
+            file = self.by_key.get(page_key(url)) or self.by_url.get(url)
+            if file:
+                self.by_key.setdefault(page_key(alias), file)
+        self.old_files = old_files or {}
+
+    def target(self, dest: str) -> str | None:
+        """The local file (with the fragment) that ``dest`` points at, or None to leave it."""
+        if dest.startswith(("http://", "https://")):
+            file = self.by_url.get(dest)
+            if file:
+                return file
+            key, _, fragment = dest.partition("#")
+            file = self.by_key.get(key)
+            return None if file is None else file + (f"#{fragment}" if fragment else "")
+        name, sep, fragment = dest.partition("#")
+        url = self.old_files.get(name)
+        if url is None:
+            return None
+        file = self.by_url.get(url) if "#" in url else self.by_key.get(url)
+        if file is None:  # the page left the graph: back to its web address
+            return page_key(url) + sep + fragment if sep else url
+        return file + sep + fragment

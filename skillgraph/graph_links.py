@@ -101,9 +101,9 @@ class LocalLinks:
             else:
                 self.by_key.setdefault(url, file)
         for alias, url in (aliases or {}).items():
-            file = self.by_key.get(page_key(url)) or self.by_url.get(url)
-            if file:
-                self.by_key.setdefault(page_key(alias), file)
+            written = self.by_key.get(page_key(url)) or self.by_url.get(url)
+            if written:
+                self.by_key.setdefault(page_key(alias), written)
         self.old_files = old_files or {}
 
     def target(self, dest: str) -> str | None:

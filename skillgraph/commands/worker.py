@@ -1,0 +1,129 @@
+"""``scrapy worker [--burst] [--from-items DIR]``: a store worker (docs/store.md).
+
+Claims documents from ``skillgraph:queue`` (``REDIS_URL`` required), chunks,
+embeds and stores them in ``SKILLGRAPH_STORE_URL``, then completes them
+(:mod:`skillgraph.store.worker`). ``--burst`` exits 0 once the queue is empty
+and no stale claim is left to reap; without it the worker waits for
+documents until SIGINT/SIGTERM, which let the current document finish (a
+second signal stops at once; the claim is then reaped later). ``--from-items
+DIR`` stores disk items (``DIR/<spider>/*.json``) without Redis: local mode.
+
+No crawl runs, so there is no crawler and no reactor: the worker is a plain
+blocking loop, and its stats go to the log and to ``SKILLGRAPH_STATS_FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from argparse import ArgumentParser, Namespace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import NotConfigured, UsageError
+from scrapy.utils.log import configure_logging
+
+from skillgraph.store.embed import load_embedder
+from skillgraph.store.queue import ClaimQueue
+from skillgraph.store.sqlite import open_store
+from skillgraph.store.worker import BLOCK_SECONDS, StoreWorker, WorkerConfig
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def stop_on_signals(worker: StoreWorker) -> Iterator[None]:
+    """SIGINT/SIGTERM: finish the current document, then stop; a second one stops now."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            raise SystemExit(1)
+        logger.info("Received %s: finishing the current document, then exiting (send it again to force)",
+                    signal.Signals(signum).name)
+        worker.request_stop()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def item_files(root: Path) -> list[Path]:
+    if not root.is_dir():
+        raise UsageError(f"--from-items: {root} is not a directory")
+    return sorted(p for p in root.rglob("*.json") if not p.name.startswith("."))
+
+
+def write_stats(path: str, stats: dict[str, Any]) -> None:
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True))
+    os.replace(tmp, target)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--burst] [--from-items DIR]"
+
+    def short_desc(self) -> str:
+        return "Run a store worker: claim documents from Redis, chunk, embed, store"
+
+    def add_options(self, parser: ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+        parser.add_argument("--from-items", metavar="DIR", default=None,
+                            help="store disk items (DIR/<spider>/*.json) instead of the Redis queue; no Redis needed")
+
+    def run(self, args: list[str], opts: Namespace) -> None:
+        if args:
+            raise UsageError("scrapy worker takes no arguments")
+        assert self.settings is not None
+        settings = self.settings
+        configure_logging(settings)
+        redis_url = settings.get("REDIS_URL")
+        if not opts.from_items and not redis_url:
+            raise UsageError("REDIS_URL is not set: a store worker claims from the Redis queue "
+                             "(or use --from-items DIR to store disk items locally)")
+        try:
+            embedder = load_embedder(settings)
+            store = open_store(settings, embedder.name, embedder.dimension)
+        except NotConfigured as exc:
+            raise UsageError(str(exc)) from exc
+        config = WorkerConfig.from_settings(settings)
+        client = None
+        if opts.from_items:
+            worker = StoreWorker(store, embedder, config)
+        else:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=BLOCK_SECONDS + 10,
+                                          retry=Retry(NoBackoff(), 0))
+            worker = StoreWorker(store, embedder, config, ClaimQueue(client))
+        try:
+            with stop_on_signals(worker):
+                if opts.from_items:
+                    stats = worker.run_local(item_files(Path(opts.from_items)))
+                    self.exitcode = 1 if worker.summary()["failed"] else 0
+                else:
+                    stats = worker.run(burst=opts.burst)
+        finally:
+            store.close()
+            if client is not None:
+                client.close()
+        if settings.get("SKILLGRAPH_STATS_FILE"):
+            write_stats(settings["SKILLGRAPH_STATS_FILE"], dict(stats))

@@ -1,0 +1,118 @@
+"""Embedders: text to fixed-size vectors, offline. The default is a hashing embedder.
+
+No model is downloaded and nothing leaves the machine, so the default cannot be
+a neural model. :class:`HashingEmbedder` is feature hashing ("the hashing
+trick") of lower-cased word unigrams and bigrams with sublinear term frequency
+(``1 + ln tf``) and L2 normalisation. It is *lexical-semantic only*: it
+matches shared words and word pairs (also across inflections that share a
+token, not synonyms), which complements BM25 with a dense, length-normalised
+view of the whole chunk. A real model plugs in through
+``SKILLGRAPH_STORE_EMBEDDER`` (an import path): any class with ``name``,
+``dimension`` and ``embed(texts) -> list of vectors``, built with
+``from_settings(settings)`` when it has one, else with no arguments.
+
+Vectors are stored as float32 blobs (:func:`to_blob`), L2-normalised, so the
+cosine of two stored vectors is their dot product.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import load_object
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+DEFAULT_EMBEDDER = "skillgraph.store.embed.HashingEmbedder"
+WORD = re.compile(r"\w+")
+
+#: Words too frequent to say anything about a chunk; they would only add noise to every vector.
+_STOPWORDS_TEXT = """
+a an and are as at be been but by can do does for from has have if in into is it its may more must no not
+of on or so such than that the their then there these they this to was we were when which will with would you
+your also other only any all each
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str  # recorded in the store: vectors of different embedders are never compared
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]: ...
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords (``snake_case`` names stay one token)."""
+    return [w for w in WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+class HashingEmbedder:
+    """Feature hashing of unigrams + bigrams; deterministic across processes and machines (CRC-32)."""
+
+    def __init__(self, dimension: int = 1024) -> None:
+        if dimension < 8:
+            raise NotConfigured(f"SKILLGRAPH_STORE_EMBED_DIM must be at least 8 (got {dimension})")
+        self.dimension = dimension
+        self.name = f"hashing-v1-{dimension}"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> HashingEmbedder:
+        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_DIM", 1024))
+
+    def features(self, text: str) -> Counter[str]:
+        words = tokens(text)
+        counts = Counter(words)
+        counts.update(f"{a} {b}" for a, b in pairwise(words))
+        return counts
+
+    def embed_one(self, text: str) -> array[float]:
+        vector = array("f", bytes(4 * self.dimension))
+        for feature, tf in self.features(text).items():
+            h = zlib.crc32(feature.encode("utf-8"))
+            weight = 1.0 + math.log(tf)
+            vector[h % self.dimension] += weight if h & 0x80000000 else -weight
+        return normalise(vector)
+
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        return [self.embed_one(text) for text in texts]
+
+
+def normalise(vector: Sequence[float]) -> array[float]:
+    """As float32, with unit L2 norm (a zero vector stays zero)."""
+    out = array("f", vector)
+    norm = math.sqrt(sum(x * x for x in out))
+    if norm > 0:
+        for i, x in enumerate(out):
+            out[i] = x / norm
+    return out
+
+
+def to_blob(vector: Sequence[float]) -> bytes:
+    return normalise(vector).tobytes()
+
+
+def from_blob(blob: bytes) -> array[float]:
+    vector = array("f")
+    vector.frombytes(blob)
+    return vector
+
+
+def load_embedder(settings: BaseSettings) -> Embedder:
+    """The embedder named by ``SKILLGRAPH_STORE_EMBEDDER``, checked against the protocol."""
+    path = settings.get("SKILLGRAPH_STORE_EMBEDDER") or DEFAULT_EMBEDDER
+    cls = load_object(path) if isinstance(path, str) else path
+    embedder = cls.from_settings(settings) if hasattr(cls, "from_settings") else cls()
+    if not isinstance(embedder, Embedder):
+        raise NotConfigured(f"SKILLGRAPH_STORE_EMBEDDER {path!r} needs name, dimension and embed(texts)")
+    return embedder

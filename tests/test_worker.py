@@ -1,0 +1,323 @@
+"""Store workers against a real redis-server: burst, exactly once, stale-claim reaping, dead letters, signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from scrapy.settings import BaseSettings
+
+from skillgraph.commands.replay import push_sync
+from skillgraph.items import sha256_text
+from skillgraph.store.embed import HashingEmbedder
+from skillgraph.store.queue import ATTEMPTS_KEY, CLAIMED_AT_KEY, DEAD_KEY, ClaimQueue, payload_id
+from skillgraph.store.sqlite import SqliteStore
+from skillgraph.store.worker import StoreWorker, WorkerConfig
+from tests.conftest import ROOT, run_scrapy
+from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
+from tests.test_store import python_docs_documents
+
+QUEUE, PROCESSING = "skillgraph:queue", "skillgraph:processing"
+SLOW = "tests.test_worker.SlowEmbedder"
+
+
+class SlowEmbedder(HashingEmbedder):
+    """The hashing embedder, sleeping ``TEST_EMBED_DELAY`` seconds per document: lets a signal land mid-document."""
+
+    def __init__(self, dimension: int, delay: float) -> None:
+        super().__init__(dimension)
+        self.name = f"hashing-v1-{dimension}"  # same vectors: stores stay compatible with the default embedder
+        self.delay = delay
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SlowEmbedder:
+        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_DIM", 1024), settings.getfloat("TEST_EMBED_DELAY", 0.5))
+
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+class PoisonEmbedder(HashingEmbedder):
+    """Raises on any text containing POISON: a document whose processing always fails."""
+
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        if any("POISON" in text for text in texts):
+            raise RuntimeError("poisoned")
+        return super().embed(texts)
+
+
+def push_all(client: redis.Redis, docs: Sequence[dict[str, Any]]) -> None:
+    for doc in docs:
+        assert push_sync(client, doc)
+
+
+def store_rows(path: Path) -> dict[str, tuple[str, int]]:
+    """url -> (sha256, chunk rows) as stored."""
+    db = sqlite3.connect(path)
+    try:
+        docs = dict(db.execute("SELECT url, sha256 FROM documents").fetchall())
+        counts = dict(db.execute("SELECT url, count(*) FROM chunks GROUP BY url").fetchall())
+        assert db.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == sum(counts.values())
+    finally:
+        db.close()
+    return {url: (sha, counts.get(url, 0)) for url, sha in docs.items()}
+
+
+def worker_args(tmp_path: Path, redis_url: str, name: str = "w", **settings: Any) -> list[str]:
+    merged = {"REDIS_URL": redis_url, "SKILLGRAPH_STORE_URL": f"sqlite:///{tmp_path}/store.sqlite3",
+              "SKILLGRAPH_STATS_FILE": str(tmp_path / f"stats-{name}.json"), "LOG_LEVEL": "INFO", **settings}
+    args: list[str] = []
+    for key, value in merged.items():
+        args += ["-s", f"{key}={value}"]
+    return args
+
+
+def start_worker(tmp_path: Path, redis_url: str, name: str, *extra: str, **settings: Any) -> subprocess.Popen[str]:
+    log = (tmp_path / f"{name}.log").open("w")
+    return subprocess.Popen([sys.executable, "-m", "scrapy", "worker", *extra,
+                             *worker_args(tmp_path, redis_url, name, **settings)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, text=True)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def stats_of(tmp_path: Path, name: str) -> dict[str, int]:
+    return json.loads((tmp_path / f"stats-{name}.json").read_text())
+
+
+def stored_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(path, timeout=30)
+    try:
+        return int(db.execute("SELECT count(*) FROM documents").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        db.close()
+
+
+def test_burst_worker_stores_every_document_then_search_finds_them(tmp_path: Path, redis_server: RedisServer  # noqa: F811
+                                                                   ) -> None:
+    client = redis_server.client()
+    docs = python_docs_documents(30)
+    push_all(client, docs)
+    proc = run_scrapy(["worker", "--burst", *worker_args(tmp_path, redis_server.url)], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert client.llen(QUEUE) == client.llen(PROCESSING) == 0
+    assert not client.exists(CLAIMED_AT_KEY) and not client.exists(ATTEMPTS_KEY)
+    rows = store_rows(tmp_path / "store.sqlite3")
+    assert {url: sha for url, (sha, _) in rows.items()} == {d["url"]: d["sha256"] for d in docs}
+    assert all(n > 0 for _, n in rows.values())
+    stats = stats_of(tmp_path, "w")
+    assert stats["skillgraph/worker/stored"] == 30 and stats["skillgraph/worker/claimed"] == 30
+    assert stats["skillgraph/worker/chunks"] == sum(n for _, n in rows.values())
+    assert "Store worker done: 30 documents stored (30 new, 0 replaced)" in proc.stderr
+
+    # the search command over that store
+    store_url = f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/store.sqlite3"
+    found = run_scrapy(["search", "array.frombytes", "-n", "3", "--json", "-s", store_url], timeout=60)
+    assert found.returncode == 0, found.stderr
+    hits = [json.loads(line) for line in found.stdout.splitlines()]
+    assert len(hits) == 3 and hits[0]["url"].endswith("library/array.html") and hits[0]["rank"] == 1
+    assert set(hits[0]) == {"rank", "score", "url", "title", "heading", "snippet", "lexical_rank", "semantic_rank"}
+    text = run_scrapy(["search", "array.frombytes", "-n", "1", "-s", store_url], timeout=60)
+    assert text.stdout.startswith(" 1. ") and "library/array.html" in text.stdout
+    missing = run_scrapy(["search", "x", "-s", f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/none.sqlite3"])
+    assert missing.returncode == 1 and "run `scrapy worker` first" in missing.stderr
+    assert not (tmp_path / "none.sqlite3").exists()
+
+    # re-pushing an unchanged document is a no-op; a changed one replaces its chunks
+    unchanged = docs[0]
+    changed = {**docs[1], "markdown": "# Changed\n\nquetzalcoatlus feathers\n"}
+    changed["sha256"] = sha256_text(changed["markdown"])
+    client.rpush(QUEUE, json.dumps(unchanged), json.dumps(changed))
+    again = run_scrapy(["worker", "--burst", *worker_args(tmp_path, redis_server.url, "again")], timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    stats = stats_of(tmp_path, "again")
+    assert stats["skillgraph/worker/unchanged"] == 1 and stats["skillgraph/worker/replaced"] == 1
+    after = store_rows(tmp_path / "store.sqlite3")
+    assert after[unchanged["url"]] == rows[unchanged["url"]]
+    assert after[changed["url"]] == (changed["sha256"], 1)
+    hit = run_scrapy(["search", "quetzalcoatlus", "-n", "1", "--json", "-s", store_url]).stdout
+    assert json.loads(hit)["url"] == changed["url"]
+
+
+def test_worker_needs_redis_url_and_a_supported_store(tmp_path: Path) -> None:
+    proc = run_scrapy(["worker", "--burst", "-s", f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/s.sqlite3"])
+    assert proc.returncode == 2 and "REDIS_URL is not set" in proc.stderr
+    proc = run_scrapy(["worker", "--burst", "-s", "REDIS_URL=redis://127.0.0.1:1",
+                       "-s", "SKILLGRAPH_STORE_URL=postgresql://127.0.0.1/db"])
+    assert proc.returncode == 2 and "'postgresql' is not supported; supported: sqlite:///" in proc.stderr
+
+
+def test_local_mode_stores_disk_items(tmp_path: Path) -> None:
+    items = tmp_path / "items" / "docs"
+    items.mkdir(parents=True)
+    for doc in python_docs_documents(5):
+        (items / f"{doc['sha256']}.json").write_text(json.dumps(doc))
+    (items / "pending").mkdir()
+    (items / "pending" / "abc").touch()  # a dual-write marker, not a document
+    proc = run_scrapy(["worker", "--from-items", str(tmp_path / "items"),
+                       "-s", f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/store.sqlite3",
+                       "-s", f"SKILLGRAPH_STATS_FILE={tmp_path}/stats-local.json"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(store_rows(tmp_path / "store.sqlite3")) == 5
+    assert stats_of(tmp_path, "local")["skillgraph/worker/stored"] == 5
+    (items / "broken.json").write_text("{not json")
+    proc = run_scrapy(["worker", "--from-items", str(tmp_path / "items"),
+                       "-s", f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/store.sqlite3"])
+    assert proc.returncode == 1 and "Could not store" in proc.stderr and "5 skipped unchanged" in proc.stderr
+
+
+def test_killed_worker_leaves_a_claim_the_reaper_returns_and_a_second_worker_completes(
+        tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    docs = python_docs_documents(8)
+    push_all(client, docs)
+    store = tmp_path / "store.sqlite3"
+    slow = start_worker(tmp_path, redis_server.url, "killed", SKILLGRAPH_STORE_EMBEDDER=SLOW,
+                        TEST_EMBED_DELAY=0.4, SKILLGRAPH_WORKER_CLAIM_TIMEOUT=2)
+    try:
+        wait_for(lambda: stored_count(store) >= 2 and client.llen(PROCESSING) == 1, "two documents stored")
+        wait_for(lambda: client.llen(PROCESSING) == 1 and stored_count(store) < len(docs), "a claim in flight")
+    finally:
+        slow.send_signal(signal.SIGKILL)
+        slow.wait(timeout=10)
+    in_flight = client.lrange(PROCESSING, 0, -1)
+    assert len(in_flight) == 1, "the killed worker's claim is left in processing"
+    orphan = json.loads(in_flight[0])["url"]
+    assert orphan not in store_rows(store), "it died before storing it"
+    done_before = stored_count(store)
+
+    time.sleep(2.2)  # the claim is now older than SKILLGRAPH_WORKER_CLAIM_TIMEOUT
+    proc = run_scrapy(["worker", "--burst", *worker_args(tmp_path, redis_server.url, "second",
+                                                         SKILLGRAPH_WORKER_CLAIM_TIMEOUT=2)], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = stats_of(tmp_path, "second")
+    assert stats["skillgraph/worker/reaped"] == 1
+    assert "Returned 1 stale claim(s)" in proc.stderr
+    assert stats["skillgraph/worker/stored"] == len(docs) - done_before, "each document stored exactly once"
+    assert stats.get("skillgraph/worker/unchanged", 0) == 0
+    rows = store_rows(store)
+    assert {url: sha for url, (sha, _) in rows.items()} == {d["url"]: d["sha256"] for d in docs}
+    assert client.llen(QUEUE) == client.llen(PROCESSING) == 0 and not client.exists(CLAIMED_AT_KEY)
+
+
+def test_reaper_is_safe_with_workers_racing(redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    client.rpush(PROCESSING, b"a", b"b", b"c")  # claims whose workers died before recording them
+    queues = [ClaimQueue(redis_server.client()) for _ in range(4)]
+    assert sum(q.reap(0.5) for q in queues) == 0, "unrecorded claims get a claim time first"
+    time.sleep(0.6)
+    assert sum(q.reap(0.5) for q in queues) == 3, "reaped once in all, however many workers reap"
+    assert sorted(client.lrange(QUEUE, 0, -1)) == [b"a", b"b", b"c"] and client.llen(PROCESSING) == 0
+
+
+def test_poison_documents_go_to_dead_letter(tmp_path: Path, redis_server: RedisServer,  # noqa: F811
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    client = redis_server.client()
+    embedder = PoisonEmbedder(64)
+    worker = StoreWorker(SqliteStore(tmp_path / "s.sqlite3", embedder.name, 64), embedder,
+                         WorkerConfig(max_attempts=3), ClaimQueue(client))
+    good = {"url": "http://127.0.0.1:1/good", "markdown": "# Good\n\nfine text"}
+    poison = {"url": "http://127.0.0.1:1/poison", "markdown": "# Bad\n\nPOISON here"}
+    client.rpush(QUEUE, b"{not json", json.dumps(poison), json.dumps(good), json.dumps({"url": 3}))
+    stats = worker.run(burst=True)
+    assert client.llen(QUEUE) == client.llen(PROCESSING) == 0
+    dead = client.lrange(DEAD_KEY, 0, -1)
+    assert sorted(dead) == sorted([b"{not json", json.dumps(poison).encode(), json.dumps({"url": 3}).encode()])
+    assert stats["skillgraph/worker/dead_letter/invalid"] == 2, "bad JSON is never retried"
+    assert stats["skillgraph/worker/failed"] == 3 and stats["skillgraph/worker/retried"] == 2
+    assert stats["skillgraph/worker/dead_letter/failed"] == 1
+    assert stats["skillgraph/worker/stored"] == 1 and worker.store.counts() == (1, 1)
+    assert "Dead-lettering a document after 3 failed attempts" in caplog.text
+    assert "Dead-lettering an invalid document (not JSON" in caplog.text
+    assert not client.exists(ATTEMPTS_KEY) and not client.exists(CLAIMED_AT_KEY)
+
+    # a document claimed more often than allowed (it killed its workers) is not processed again
+    client.rpush(QUEUE, json.dumps(good))
+    client.hset(ATTEMPTS_KEY, payload_id(json.dumps(good).encode()), 3)
+    worker.run(burst=True)
+    assert worker.stats["skillgraph/worker/dead_letter/too_many_claims"] == 1 and client.llen(DEAD_KEY) == 4
+
+
+def test_sigterm_finishes_the_current_document_then_exits_zero(tmp_path: Path, redis_server: RedisServer  # noqa: F811
+                                                               ) -> None:
+    client = redis_server.client()
+    docs = python_docs_documents(6)
+    push_all(client, docs)
+    proc = start_worker(tmp_path, redis_server.url, "term", SKILLGRAPH_STORE_EMBEDDER=SLOW,
+                        TEST_EMBED_DELAY=1.0)
+    wait_for(lambda: client.llen(PROCESSING) == 1, "a document claimed")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    stats = stats_of(tmp_path, "term")
+    assert stats["skillgraph/worker/stored"] == stats["skillgraph/worker/claimed"] >= 1, "the claim was finished"
+    assert client.llen(PROCESSING) == 0
+    assert client.llen(QUEUE) == len(docs) - stats["skillgraph/worker/stored"] > 0
+    assert "finishing the current document" in (tmp_path / "term.log").read_text()
+
+
+def test_two_workers_share_a_queue_of_200_documents_each_stored_once(tmp_path: Path,
+                                                                     redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    docs = python_docs_documents(200)
+    workers = [start_worker(tmp_path, redis_server.url, name, SKILLGRAPH_STORE_EMBEDDER=SLOW,
+                            TEST_EMBED_DELAY=0.01) for name in ("one", "two")]
+    try:
+        # both idle workers wait in BLMOVE before the first document arrives: both take part
+        wait_for(lambda: sum(c.get("cmd") == "blmove" for c in client.client_list()) == 2, "two blocked workers")
+        push_all(client, docs)
+        wait_for(lambda: client.llen(QUEUE) + client.llen(PROCESSING) == 0, "the queue drained", timeout=240)
+    finally:
+        for proc in workers:
+            proc.send_signal(signal.SIGTERM)
+        codes = [proc.wait(timeout=30) for proc in workers]
+    assert codes == [0, 0]
+    one, two = stats_of(tmp_path, "one"), stats_of(tmp_path, "two")
+    assert one["skillgraph/worker/stored"] > 0 and two["skillgraph/worker/stored"] > 0
+    assert one["skillgraph/worker/stored"] + two["skillgraph/worker/stored"] == 200
+    assert one.get("skillgraph/worker/unchanged", 0) + two.get("skillgraph/worker/unchanged", 0) == 0
+    rows = store_rows(tmp_path / "store.sqlite3")
+    assert {url: sha for url, (sha, _) in rows.items()} == {d["url"]: d["sha256"] for d in docs}
+
+
+def test_redis_down_is_retried_with_backoff_until_it_returns(tmp_path: Path, redis_server: RedisServer  # noqa: F811
+                                                              ) -> None:
+    push_all(redis_server.client(), python_docs_documents(4))
+    redis_server.stop()  # saved to disk with the documents; nothing listens on the port now
+    proc = start_worker(tmp_path, redis_server.url, "down", "--burst")
+    log = tmp_path / "down.log"
+    try:
+        wait_for(lambda: "Redis unreachable" in log.read_text(), "the outage logged")
+        redis_server.start()
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stats = stats_of(tmp_path, "down")
+    assert stats["skillgraph/worker/redis_error"] >= 1 and stats["skillgraph/worker/stored"] == 4
+    assert "Redis reachable again" in log.read_text()
+
+    redis_server.stop()
+    idle = start_worker(tmp_path, redis_server.url, "stopped")
+    wait_for(lambda: "Redis unreachable" in (tmp_path / "stopped.log").read_text(), "the outage logged")
+    idle.send_signal(signal.SIGTERM)
+    assert idle.wait(timeout=10) == 0, "a stop request ends the backoff"

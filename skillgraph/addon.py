@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skillgraph import __version__
+from skillgraph.distributed import configure as configure_distributed
 from skillgraph.handlers.socks import configure as configure_socks
 from skillgraph.render import configure as configure_render
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 #: Every SKILLGRAPH_* default (docs/settings.md lists and explains them).
 DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_GRAPHS_DIR": "graphs",
+    "SKILLGRAPH_GRAPH_LOCAL_LINKS": True,
     "SKILLGRAPH_ITEMS_DIR": "items",
     "SKILLGRAPH_STORE_URL": "sqlite:///store.sqlite3",
     "SKILLGRAPH_MAX_PAGES": 400,
@@ -68,6 +70,19 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_BATCH_DETECT_TIMEOUT": 60.0,
     "SKILLGRAPH_BATCH_PROGRESS_INTERVAL": 10.0,
     "SKILLGRAPH_BATCH_REPORT": "",
+    # knowledge store and store workers (scrapy worker, scrapy search; docs/store.md)
+    "SKILLGRAPH_STORE_EMBEDDER": "skillgraph.store.embed.HashingEmbedder",
+    "SKILLGRAPH_STORE_EMBED_DIM": 1024,
+    "SKILLGRAPH_STORE_CHUNK_CHARS": 1500,
+    "SKILLGRAPH_STORE_CHUNK_OVERLAP": 0,
+    "SKILLGRAPH_STORE_SEARCH_CANDIDATES": 50,
+    "SKILLGRAPH_WORKER_CLAIM_TIMEOUT": 300.0,
+    "SKILLGRAPH_WORKER_MAX_ATTEMPTS": 3,
+    "SKILLGRAPH_WORKER_BACKOFF_MAX": 30.0,
+    # distributed mode: shared scrapy-redis frontier (skillgraph/distributed; docs/distributed.md)
+    "SKILLGRAPH_DISTRIBUTED_ENABLED": True,
+    "SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT": 30.0,
+    "SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL": 0.5,
 }
 
 #: Scrapy settings whose defaults skillgraph makes polite and safe.
@@ -141,3 +156,4 @@ class Addon:
                 settings[setting].set(path, priority, "addon")
         configure_render(settings)  # the render backend's download handler or middlewares
         configure_socks(settings)  # issue 7: the http(s) handler, SOCKS5-capable (after render's choice)
+        configure_distributed(settings)  # REDIS_URL: the shared scrapy-redis frontier

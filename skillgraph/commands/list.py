@@ -3,10 +3,14 @@
 Overrides Scrapy's own ``list`` (a project command of the same name wins), so
 scripts that read the first column keep working. The generic ``docs`` spider
 has no domain of its own and shows ``-``.
+
+Under scrapyd (run as ``python -m scrapyd.runner list``) names only are printed: scrapyd's
+``listspiders.json`` and ``schedule.json`` take each line as a spider name.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -14,6 +18,11 @@ from scrapy.spiderloader import get_spider_loader
 
 if TYPE_CHECKING:
     import argparse
+
+
+def under_scrapyd() -> bool:
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", "") == "scrapyd.runner"
 
 
 class Command(ScrapyCommand):
@@ -28,5 +37,8 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         loader = get_spider_loader(self.settings)
         for name in sorted(loader.list()):
+            if under_scrapyd():
+                print(name)
+                continue
             domain = getattr(loader.load(name), "domain", "") or "-"
             print(f"{name}\t{domain}")

@@ -146,7 +146,8 @@ EXTRACTORS: dict[str, Callable[[str], str]] = {"skillgraph": ex_skillgraph, "tra
 _SPHINX_MAIN = "//div[@role='main'] | //div[contains(concat(' ', @class, ' '), ' body ')]"
 _NOT_SHOWN_AS_TEXT = (
     ".//a[contains(concat(' ', @class, ' '), ' headerlink ')]"
-    " | .//*[contains(concat(' ', @class, ' '), ' topic ') and contains(concat(' ', @class, ' '), ' contents ')]"
+    " | .//*[contains(concat(' ', @class, ' '), ' contents ')"
+    " and (self::nav or contains(concat(' ', @class, ' '), ' topic '))]"
     " | .//script | .//style"
 )
 _BLOCKS = frozenset(

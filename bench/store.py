@@ -86,10 +86,11 @@ def h1(markdown: str) -> str:
     return ""
 
 
-def recall(search: HybridSearch, queries: list[tuple[str, str]]) -> dict[str, float]:
-    found = {"hybrid": 0, "bm25": 0, "embedding": 0}
+def recall(search: HybridSearch, full: HybridSearch, queries: list[tuple[str, str]]) -> dict[str, float]:
+    found = {"hybrid": 0, "hybrid_w1": 0, "bm25": 0, "embedding": 0}
     for query, url in queries:
         found["hybrid"] += url in [h.url for h in search.search(query, 5)]
+        found["hybrid_w1"] += url in [h.url for h in full.search(query, 5)]
         for name, ranking in (("bm25", search.lexical(query)), ("embedding", search.semantic(query))):
             rows = search.store.chunk_rows(ranking)
             urls = list(dict.fromkeys(rows[c][0] for c in ranking if c in rows))[:5]
@@ -101,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--dim", type=int, default=1024)
+    parser.add_argument("--semantic-weight", type=float, default=0.1, help="SKILLGRAPH_STORE_SEMANTIC_WEIGHT")
     args = parser.parse_args()
     docs = documents(args.pages)
     print(f"{len(docs)} Python docs pages extracted")
@@ -122,7 +124,8 @@ def main() -> None:
         print(f"  store worker (full path)   : {n / full:8.1f} docs/s  ({store.counts()[1]} chunks)")
         print(f"  ratio worker / baseline    : {base / full:8.3f}  (worker costs {full / base:.0f}x the baseline)")
 
-        search = HybridSearch(store, embedder)
+        search = HybridSearch(store, embedder, semantic_weight=args.semantic_weight)
+        full = HybridSearch(store, embedder, semantic_weight=1.0)
         sample = random.Random(1).sample(docs, min(100, n))
         titles = [(h1(d["markdown"]), d["url"]) for d in sample if h1(d["markdown"])]
         rng = random.Random(2)
@@ -146,10 +149,11 @@ def main() -> None:
         print(f"  hybrid median     : {statistics.median(hybrid_ms):7.2f} ms  "
               f"(ratio {statistics.median(hybrid_ms) / statistics.median(bm25_ms):.1f}x)")
         for label, queries in (("H1 title", titles), ("5 words of a paragraph", bags)):
-            r = recall(search, queries)
+            r = recall(search, full, queries)
             print(f"\nrecall@5, {len(queries)} queries: {label}")
-            print(f"  BM25 alone {r['bm25']:.2f}  embedding alone {r['embedding']:.2f}  hybrid {r['hybrid']:.2f}  "
-                  f"(hybrid / BM25 {r['hybrid'] / r['bm25']:.3f})")
+            print(f"  BM25 alone {r['bm25']:.2f}  embedding alone {r['embedding']:.2f}  "
+                  f"hybrid (embedding weight {args.semantic_weight}) {r['hybrid']:.2f}  "
+                  f"hybrid (weight 1) {r['hybrid_w1']:.2f}  (hybrid / BM25 {r['hybrid'] / r['bm25']:.3f})")
         store.close()
 
 

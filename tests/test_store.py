@@ -317,3 +317,22 @@ def test_query_syntax_is_never_fts5_syntax(docs_store: tuple[StoreWorker, Any]) 
     assert fts_query('NEAR(a b) OR "x" * -y') == '"near" OR "a" OR "b" OR "or" OR "x" OR "y"'
     assert search.search('"unbalanced (quote* AND', 3) is not None
     assert search.search("   ", 3) == []
+
+
+def test_embedding_vote_is_weighted_below_bm25(docs_store: tuple[StoreWorker, Any]) -> None:
+    """At the default weight, documents BM25 finds come first, in an order the embedding only fine-tunes."""
+    worker, docs = docs_store
+    weighted = HybridSearch(worker.store, worker.embedder)
+    assert weighted.semantic_weight == 0.1
+    lexical_only = HybridSearch(worker.store, worker.embedder, semantic_weight=0)
+    rng = random.Random(11)
+    semantic_only_seen = 0
+    for doc in rng.sample(list(docs), 12):
+        words = [w for w in re.findall(r"[a-z]{5,}", doc["markdown"].lower())]
+        query = " ".join(rng.sample(words, 3))
+        hits = weighted.search(query, 60)
+        found_by_bm25 = [h.lexical_rank is not None for h in hits]
+        assert found_by_bm25 == sorted(found_by_bm25, reverse=True), (query, found_by_bm25)
+        semantic_only_seen += found_by_bm25.count(False)
+        assert all(h.semantic_rank is None for h in lexical_only.search(query, 10)), "weight 0: no embedding"
+    assert semantic_only_seen > 0, "the embedding still adds documents BM25 does not find"

@@ -55,7 +55,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         try:
-            searcher = HybridSearch(store, embedder, self.settings.getint("SKILLGRAPH_STORE_SEARCH_CANDIDATES", 50))
+            searcher = HybridSearch(store, embedder, self.settings.getint("SKILLGRAPH_STORE_SEARCH_CANDIDATES", 50),
+                                    self.settings.getfloat("SKILLGRAPH_STORE_SEMANTIC_WEIGHT", 0.1))
             hits = searcher.search(query, opts.limit)
         finally:
             store.close()

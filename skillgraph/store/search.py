@@ -10,6 +10,15 @@ the chunks holding the query as an exact phrase (a quoted sentence or
 ranking is first reduced to documents (a document ranks where its best chunk
 does), then fused; the best chunk gives the heading path and the snippet.
 
+The embedding's vote is weighted (``SKILLGRAPH_STORE_SEMANTIC_WEIGHT``,
+default 0.1). The default hashing embedder is lexical too, a noisier copy of
+BM25: at full weight its votes overrode BM25's first hit (bench/store.py:
+recall@5 0.89 against BM25's 1.00 on bag-of-words queries). At 0.1 a document
+found by the embedding alone ranks after every BM25 hit of the candidate depth
+(0.1 / 61 < 1 / 110), and among BM25 hits the embedding breaks near-ties.
+A model embedder (plugged by ``SKILLGRAPH_STORE_EMBEDDER``) brings meaning BM25
+lacks; give it a weight of 1.
+
 Cosine runs in pure Python (numpy is not a dependency): stored vectors are
 unit-length, so cosine is a dot product, computed only over the query's
 non-zero dimensions (a few dozen for a hashing-embedder query).
@@ -69,10 +78,12 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
 
 
 class HybridSearch:
-    def __init__(self, store: SqliteStore, embedder: Embedder, candidates: int = 50) -> None:
+    def __init__(self, store: SqliteStore, embedder: Embedder, candidates: int = 50,
+                 semantic_weight: float = 0.1) -> None:
         self.store = store
         self.embedder = embedder
         self.candidates = candidates
+        self.semantic_weight = semantic_weight
 
     def _bm25(self, match: str, limit: int) -> list[int]:
         sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT ?"
@@ -108,7 +119,8 @@ class HybridSearch:
         return [cid for cid, vector in best if score(vector) > 0]
 
     def search(self, query: str, limit: int = 10) -> list[Hit]:
-        phrase, lexical, semantic = self.phrase(query), self.lexical(query), self.semantic(query)
+        phrase, lexical = self.phrase(query), self.lexical(query)
+        semantic = self.semantic(query) if self.semantic_weight > 0 else []
         rows = self.store.chunk_rows(list(dict.fromkeys(phrase + lexical + semantic)))
 
         def by_document(ranking: list[int]) -> dict[str, tuple[int, int]]:
@@ -121,9 +133,9 @@ class HybridSearch:
 
         phr, lex, sem = by_document(phrase), by_document(lexical), by_document(semantic)
         fused: dict[str, float] = {}
-        for ranks in (phr, lex, sem):
+        for ranks, weight in ((phr, 1.0), (lex, 1.0), (sem, self.semantic_weight)):
             for url, (rank, _) in ranks.items():
-                fused[url] = fused.get(url, 0.0) + 1.0 / (RRF_K + rank)
+                fused[url] = fused.get(url, 0.0) + weight / (RRF_K + rank)
         hits: list[Hit] = []
         for url, value in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
             cid = (phr.get(url) or lex.get(url) or sem[url])[1]

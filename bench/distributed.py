@@ -8,8 +8,12 @@ delay. The rate is pages written (all workers' graphs together) over the wall
 time from launch to the last worker's exit: process start-up and detection are
 included, as a user would see them; the "spiders" figure is the same pages over
 the time from the first spider opened to the last closed (no interpreter
-start-up). Both count detection, which every worker runs. The baseline is a local-mode crawl (no
-Redis) in the same run; ratios are printed against it.
+start-up). Both count detection, which one worker runs while the others wait
+for its profile (skillgraph/distributed/detection.py), or, in the "each"
+runs (``SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION=False``), every worker runs;
+"probes" counts the detection requests the server saw (llms*.txt,
+sitemap.xml). The baseline is a local-mode crawl (no Redis) in the same run;
+ratios are printed against it.
 
     .venv/bin/python bench/distributed.py [--delay 0.2] [--concurrency 2] [--json OUT]
 """
@@ -36,10 +40,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
 
 
+PROBES = ("llms-full.txt", "llms.txt", "sitemap.xml")
+
+
 class SlowHandler(SimpleHTTPRequestHandler):
     delay = 0.2
+    probes: list[str] = []  # detection requests seen (the server's threads append)
 
     def do_GET(self) -> None:
+        if self.path.endswith(PROBES):
+            self.probes.append(self.path)
         time.sleep(self.delay)
         super().do_GET()
 
@@ -65,8 +75,10 @@ def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
-def run(workers: int, url: str, port: int, concurrency: int, tmp: Path, redis_url: str | None) -> dict[str, Any]:
+def run(workers: int, url: str, port: int, concurrency: int, tmp: Path, redis_url: str | None,
+        shared_detection: bool = True) -> dict[str, Any]:
     procs, stats_files = [], []
+    SlowHandler.probes.clear()
     started = time.monotonic()
     for n in range(workers):
         out = tmp / f"w{n}"
@@ -79,6 +91,7 @@ def run(workers: int, url: str, port: int, concurrency: int, tmp: Path, redis_ur
                     "SKILLGRAPH_RECENCY_HOURS": 0, "SKILLGRAPH_MAX_PAGES": 0, "SKILLGRAPH_CONDITIONAL_ENABLED": False}
         if redis_url:
             settings["REDIS_URL"] = redis_url
+            settings["SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION"] = shared_detection
         for key, value in settings.items():
             args += ["-s", f"{key}={value}"]
         procs.append(subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -91,7 +104,8 @@ def run(workers: int, url: str, port: int, concurrency: int, tmp: Path, redis_ur
               - min(datetime.fromisoformat(s["start_time"]) for s in stats)).total_seconds()
     if any(codes) or not sum(shares):
         raise SystemExit(f"{workers} worker(s) failed: exit codes {codes}, pages {shares}")
-    return {"workers": workers, "pages": sum(shares), "shares": shares, "seconds": round(seconds, 2),
+    return {"workers": workers, "pages": sum(shares), "shares": shares, "probes": len(SlowHandler.probes),
+            "seconds": round(seconds, 2),
             "rate": round(sum(shares) / seconds, 2), "window": round(window, 2),
             "window_rate": round(sum(shares) / window, 2)}
 
@@ -115,9 +129,11 @@ def main() -> None:
         redis, redis_url = start_redis(tmp)
         try:
             results = [{"mode": "local", **run(1, url, port, opts.concurrency, tmp / "local", None)}]
-            for workers in (1, 2, 4):
-                result = run(workers, url, port, opts.concurrency, tmp / f"redis{workers}", redis_url)
-                results.append({"mode": "redis", **result})
+            results.append({"mode": "redis", **run(1, url, port, opts.concurrency, tmp / "redis1", redis_url)})
+            for workers in (2, 4):
+                for mode, shared in (("each", False), ("shared", True)):
+                    result = run(workers, url, port, opts.concurrency, tmp / f"{mode}{workers}", redis_url, shared)
+                    results.append({"mode": mode, **result})
         finally:
             redis.terminate()
             redis.wait()
@@ -127,7 +143,7 @@ def main() -> None:
     for r in results:
         r["ratio"] = round(r["rate"] / base, 2)
         r["window_ratio"] = round(r["window_rate"] / base_window, 2)
-        print(f"{r['mode']:6} workers={r['workers']} pages={r['pages']} shares={r['shares']} "
+        print(f"{r['mode']:6} workers={r['workers']} pages={r['pages']} shares={r['shares']} probes={r['probes']} "
               f"wall {r['seconds']:6.2f}s {r['rate']:6.2f} pages/s x{r['ratio']:.2f} | "
               f"spiders {r['window']:6.2f}s {r['window_rate']:6.2f} pages/s x{r['window_ratio']:.2f}")
     if opts.json:

@@ -90,6 +90,7 @@ class SiteServer(LoopbackHTTPServer):
 
             def do_GET(self) -> None:
                 server.requests.append((time.monotonic(), self.path, dict(self.headers.items())))
+                self._extra: dict[str, str] = {}  # one handler serves every request of a keep-alive connection
                 rule = server.rules.get(self.path.split("?")[0]) or server.default
                 if rule is None:
                     return super().do_GET()

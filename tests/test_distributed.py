@@ -19,14 +19,19 @@ from scrapy.utils.request import request_from_dict
 from scrapy.utils.test import get_crawler
 
 from skillgraph.addon import Addon
-from skillgraph.distributed import serializer
+from skillgraph.distributed import SCHEDULER, serializer
+from skillgraph.distributed.detection import shared_detection_enabled
 from skillgraph.distributed.frontier import Frontier, FrontierKeys
+from skillgraph.mediawiki import SiteInfo
+from skillgraph.spiders.mediawiki import MediaWikiSpider
 from skillgraph.urls import default_graph_name
-from tests.conftest import PYTHON_DOCS, ROOT, TEST_SETTINGS
+from tests.conftest import PYTHON_DOCS, ROOT, SITES, TEST_SETTINGS, corpus_file
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
-from tests.servers import Rule, SiteServer
+from tests.servers import Rule, SiteServer, copy_site
 
 SUBTREE = "c-api/"  # 64 pages of the real Python docs: a few seconds per crawl
+DETECT = "skillgraph/distributed/detect/"
+PROBE_SUFFIXES = ("llms-full.txt", "llms.txt", "sitemap.xml")
 
 
 class PageSpider(Spider):
@@ -54,6 +59,7 @@ def start_worker(tmp: Path, name: str, url: str, redis_url: str, server: SiteSer
     args = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"url={url}"]
     for key, value in merged.items():
         args += ["-s", f"{key}={value}"]
+    (tmp / name).mkdir(parents=True, exist_ok=True)  # the stats file's folder, when no item is written there
     log = open(tmp / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ})
@@ -147,6 +153,32 @@ def test_pop_moves_to_in_flight_ack_removes_reaper_requeues(redis_server: RedisS
     assert not client.exists("unit:requests", "unit:dupefilter", "unit:workers")
 
 
+@pytest.mark.parametrize(("settings", "shared"), [
+    ({}, False),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCHEDULER": SCHEDULER}, True),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCHEDULER": SCHEDULER, "SKILLGRAPH_DISTRIBUTED_ENABLED": False}, False),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCHEDULER": SCHEDULER, "SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION": False},
+     False),
+    # plain scrapy-redis: no idle wait, so a worker without seeds would close at once; every worker detects
+    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False),
+])
+def test_shared_detection_only_with_the_distributed_scheduler(settings: dict[str, Any], shared: bool) -> None:
+    assert shared_detection_enabled(get_crawler(PageSpider, settings)) is shared
+
+
+class WikiSpider(MediaWikiSpider):
+    name = "unit_wiki"
+    start_url = "http://127.0.0.1:1/wiki/Main_Page"
+
+
+def test_mediawiki_followers_adopt_the_leaders_siteinfo() -> None:
+    leader, follower = WikiSpider(), WikiSpider()
+    assert leader.shared_state() == {}, "no API answered: nothing to share"
+    leader.wiki = SiteInfo("Wiki", "MediaWiki 1.39.10", "http://127.0.0.1:1/wiki/$1", first_letter=False)
+    follower.adopt_shared_state(json.loads(json.dumps(leader.shared_state())))
+    assert follower.wiki == leader.wiki and follower.wiki is not leader.wiki
+
+
 # crawls ------------------------------------------------------------------------------------------------------------
 
 
@@ -172,7 +204,17 @@ def test_two_workers_fetch_every_page_once_and_both_close(tmp_path: Path, docs_s
     assert len(fetched) >= 50
     assert {p: n for p, n in fetched.items() if n > 1} == {}
     start_fetches = sum(1 for p in docs_server.paths() if p == "/" + SUBTREE)
-    assert start_fetches <= 3, "two probes and one page fetch"
+    assert start_fetches <= 2, "the leader's Link-header probe and one page fetch"
+    # one worker detected, the other adopted its profile: every detection probe was sent once in total
+    probes = Counter(p for p in docs_server.paths() if p.endswith(PROBE_SUFFIXES))
+    assert len(probes) >= 5 and set(probes.values()) == {1}, probes
+    # robots.txt: the leader's probe, plus RobotsTxtMiddleware's own fetch in each worker
+    assert sum(1 for p in docs_server.paths() if p == "/robots.txt") == 1 + 2
+    leader, follower = (s1, s2) if s1.get(DETECT + "leader") else (s2, s1)
+    assert (leader.get(DETECT + "leader"), leader.get(DETECT + "published"), leader.get(DETECT + "follower")) == (
+        1, 1, None)
+    assert (follower.get(DETECT + "follower"), follower.get(DETECT + "leader")) == (1, None)
+    assert "skillgraph/profiler/probes" not in follower and leader["skillgraph/profiler/probes"] >= 5
     # both did a share; items and queue hold every document exactly once
     u1, u2 = item_urls(tmp_path, "w1"), item_urls(tmp_path, "w2")
     assert len(u1) >= 5 and len(u2) >= 5, (len(u1), len(u2))
@@ -181,11 +223,14 @@ def test_two_workers_fetch_every_page_once_and_both_close(tmp_path: Path, docs_s
     assert len(queued) == len(set(queued)) == len(u1) + len(u2) >= 45
     assert set(queued) == set(u1) | set(u2)
     assert s1["skillgraph/graph/pages"] + s2["skillgraph/graph/pages"] == len(queued)
-    # each graph is honest about holding a share
+    # each graph is honest about holding a share, and both name the leader's detection
     name = default_graph_name(url)
+    profiles = []
     for worker in ("w1", "w2"):
         sources = json.loads((tmp_path / worker / "graphs" / name / "sources.json").read_text())
         assert sources["pages"] and any(w["kind"] == "partial" for w in sources["warnings"])
+        profiles.append(sources["scrape_profile"])
+    assert profiles[0] == profiles[1] and profiles[0]["strategy"] == "crawl" and len(profiles[0]["probes"]) >= 5
     # the last worker out cleared the shared frontier; nothing in flight anywhere
     client = redis_server.client()
     assert not client.keys(f"docs:{name}:*")
@@ -229,5 +274,87 @@ def test_killed_worker_in_flight_requests_are_fetched_by_a_restart(
         assert len(queued) == len(set(queued)) >= 45, "every document once"
         assert lost <= set(queued), "the killed worker's in-flight pages reached the queue"
         assert not client.keys(f"docs:{name}:*"), "drained and cleared"
+    finally:
+        server.stop()
+
+
+def wait_until(condition: Any, procs: list[subprocess.Popen[str]], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert all(p.poll() is None for p in procs), f"a worker exited before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def log_of(tmp: Path, name: str) -> str:
+    return (tmp / f"{name}.log").read_text()
+
+
+def test_leader_killed_during_detection_a_follower_takes_over(tmp_path: Path,
+                                                               redis_server: RedisServer) -> None:  # noqa: F811
+    slow = "/docs/llms-full.txt"  # the leader's first probe: it hangs there until killed
+    server = SiteServer(copy_site(SITES / "crawl_site", tmp_path / "site"), rules={slow: Rule(delay=60)})
+    try:
+        url = server.url + "docs/"
+        keys = FrontierKeys.for_name(f"docs:{default_graph_name(url)}")
+        client = redis_server.client()
+        ttl = {"SKILLGRAPH_DISTRIBUTED_DETECT_TIMEOUT": 1.0}
+        leader = start_worker(tmp_path, "w1", url, redis_server.url, server, **ttl)
+        wait_until(lambda: slow in server.paths(), [leader], "the leader's first probe")
+        holder = client.get(keys.detect_lock)
+        assert holder and b":" in holder
+        follower = start_worker(tmp_path, "w2", url, redis_server.url, server, **ttl)
+        wait_until(lambda: "waits for the detection" in log_of(tmp_path, "w2"), [leader, follower], "a follower")
+        time.sleep(2.0)  # twice the lock's TTL: the living leader keeps it by refreshing
+        assert client.get(keys.detect_lock) == holder and not client.exists(keys.profile)
+        assert "takes over" not in log_of(tmp_path, "w2")
+        leader.send_signal(signal.SIGKILL)
+        leader.wait(timeout=10)
+        del server.rules[slow]
+        assert wait_all([follower]) == [0], log_of(tmp_path, "w2")[-3000:]
+        stats = stats_of(tmp_path, "w2")
+        assert (stats[DETECT + "takeover"], stats[DETECT + "leader"], stats[DETECT + "published"]) == (1, 1, 1)
+        assert stats["skillgraph/graph/pages"] == len(item_urls(tmp_path, "w2")) == 7, "docs/ and its six guides"
+        sources = json.loads((tmp_path / "w2" / "graphs" / default_graph_name(url) / "sources.json").read_text())
+        assert sources["scrape_profile"]["strategy"] == "crawl" and len(sources["pages"]) == 7
+        assert server.paths().count(slow) == 2, "probed by the killed leader, then by the one that took over"
+    finally:
+        server.stop()
+
+
+def test_llms_full_follower_writes_no_page_and_leaves_the_graph_alone(tmp_path: Path,
+                                                                       redis_server: RedisServer) -> None:  # noqa: F811
+    root = copy_site(SITES / "llms_scoped", tmp_path / "site")
+    (root / "docs" / "llms-full.txt").write_bytes(corpus_file("llms_full/litellm-docs__static_llms-full.txt")
+                                                  .read_bytes())
+    server = SiteServer(root)
+    try:
+        url = server.url + "docs/"
+        name = default_graph_name(url)
+        keys = FrontierKeys.for_name(f"docs:{name}")
+        client = redis_server.client()
+        client.set(keys.detect_lock, "stand-in", px=60_000)  # both workers start as followers of a stand-in
+        graphs = tmp_path / "graphs"  # one graphs dir: a follower must not write a failure beside the good graph
+        procs = [start_worker(tmp_path, n, url, redis_server.url, server, SKILLGRAPH_GRAPHS_DIR=graphs)
+                 for n in ("w1", "w2")]
+        wait_until(lambda: all("waits for the detection of stand-in" in log_of(tmp_path, n) for n in ("w1", "w2")),
+                   procs, "two followers")
+        client.delete(keys.detect_lock)  # the stand-in is gone without a profile: one worker takes over
+        assert wait_all(procs) == [0, 0], log_of(tmp_path, "w1")[-3000:] + log_of(tmp_path, "w2")[-3000:]
+        s1, s2 = stats_of(tmp_path, "w1"), stats_of(tmp_path, "w2")
+        (leader, lead_name), (follower, follow_name) = sorted(
+            [(s1, "w1"), (s2, "w2")], key=lambda pair: -pair[0].get(DETECT + "leader", 0))
+        assert (leader[DETECT + "leader"], leader[DETECT + "takeover"], follower[DETECT + "follower"]) == (1, 1, 1)
+        pages = leader["skillgraph/graph/pages"]
+        assert pages >= 10 and leader["skillgraph/graph/committed"] == 1
+        # the follower had nothing to do: no page, no commit, no failure record, an empty share
+        assert follower["finish_reason"] == "finished" and follower["skillgraph/graph/empty_share"] == 1
+        assert not {"skillgraph/graph/pages", "skillgraph/graph/failed", "skillgraph/profiler/probes"} & set(follower)
+        assert not item_urls(tmp_path, follow_name) and len(item_urls(tmp_path, lead_name)) == pages
+        assert not (graphs / f"{name}.failed.json").exists()
+        sources = json.loads((graphs / name / "sources.json").read_text())
+        assert sources["scrape_profile"]["strategy"] == "llms-full" and len(sources["pages"]) == pages
+        assert {p["tier"] for p in sources["pages"]} == {"corpus"}
+        assert server.paths().count("/docs/llms-full.txt") == 1
     finally:
         server.stop()

@@ -328,7 +328,7 @@ def test_embedding_vote_is_weighted_below_bm25(docs_store: tuple[StoreWorker, An
     rng = random.Random(11)
     semantic_only_seen = 0
     for doc in rng.sample(list(docs), 12):
-        words = [w for w in re.findall(r"[a-z]{5,}", doc["markdown"].lower())]
+        words = re.findall(r"[a-z]{5,}", doc["markdown"].lower())
         query = " ".join(rng.sample(words, 3))
         hits = weighted.search(query, 60)
         found_by_bm25 = [h.lexical_rank is not None for h in hits]

@@ -13,7 +13,8 @@ their last heartbeat (Redis's own clock, so nodes need not agree on the time).
 :meth:`Frontier.reap` returns the in-flight requests of every worker silent for
 longer than the worker timeout to the queue; :meth:`Frontier.release` is a
 clean exit: the worker's unfinished requests go back, it leaves the registry,
-and the last worker out clears the frontier so the next crawl starts afresh.
+and the last worker out clears the frontier (and the shared profile,
+:mod:`skillgraph.distributed.detection`) so the next crawl starts afresh.
 
 The scripts build key names from a prefix, so the frontier needs one Redis
 server (not Redis Cluster), like scrapy-redis itself.
@@ -66,8 +67,8 @@ end
 return {moved, #dead}
 """
 
-#: KEYS: workers, requests, dupefilter. ARGV: worker, timeout, in-flight prefix, "1" to clear when last.
-#: Returns {requeued, cleared}.
+#: KEYS: workers, requests, dupefilter, shared profile. ARGV: worker, timeout, in-flight prefix, "1" to clear
+#: when last. Returns {requeued, cleared}.
 RELEASE = _REQUEUE + """
 local moved = requeue(ARGV[3] .. ARGV[1], KEYS[2])
 redis.call('ZREM', KEYS[1], ARGV[1])
@@ -75,7 +76,7 @@ if ARGV[4] ~= '1' or redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[2]), '+in
   return {moved, 0}
 end
 for _, w in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do redis.call('DEL', ARGV[3] .. w) end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 return {moved, 1}
 """
 
@@ -104,12 +105,14 @@ class FrontierKeys:
     dupefilter: str
     workers: str
     inflight_prefix: str
+    profile: str  # the leader's detection, shared (skillgraph.distributed.detection)
+    detect_lock: str  # held by the worker that detects
 
     @classmethod
     def for_name(cls, name: str, queue_key: str = "%(spider)s:requests",
                  dupefilter_key: str = "%(spider)s:dupefilter") -> FrontierKeys:
         return cls(queue_key % {"spider": name}, dupefilter_key % {"spider": name}, f"{name}:workers",
-                   f"{name}:inflight:")
+                   f"{name}:inflight:", f"{name}:profile", f"{name}:detect:lock")
 
 
 class Frontier(Base):
@@ -169,9 +172,10 @@ class Frontier(Base):
         """Leave: requeue what is still in flight here; the last live worker clears the frontier."""
         self.tokens.clear()
         moved, cleared = self._release(
-            keys=[self.keys.workers, self.key, self.keys.dupefilter],
+            keys=[self.keys.workers, self.key, self.keys.dupefilter, self.keys.profile],
             args=[self.worker, timeout, self.keys.inflight_prefix, "1" if clear_if_last else "0"])
         return int(moved), bool(cleared)
 
     def clear(self) -> None:
-        self.server.delete(self.key)
+        """Empty the queue (``SCHEDULER_FLUSH_ON_START``); the shared profile goes with it: a fresh crawl detects."""
+        self.server.delete(self.key, self.keys.profile)

@@ -13,9 +13,10 @@ subclass adds, and why:
   in flight under this worker until the engine is done with it.
 * **No hoarding.** A worker takes a request only when its downloader can
   start it, so idle workers get the rest.
-* **Detection first.** Every worker runs its own detection (probes are not
-  frontier requests); shared requests are handed to the spider only once its
-  profile is known, since page callbacks need the scope.
+* **Detection first.** One worker detects and seeds, the others adopt its
+  profile (:mod:`skillgraph.distributed.detection`); shared requests are
+  handed to a spider only once its profile is known, since page callbacks
+  need the scope.
 * **Idle close that waits for the others.** Scrapy closes a spider as soon as
   *its* scheduler is empty; a worker would then quit while another still holds
   the pages whose links are the rest of the crawl (or, starting second, quit
@@ -23,7 +24,7 @@ subclass adds, and why:
   is queued or in flight anywhere, polling every ``POLL_INTERVAL``, and closes
   when the frontier is drained. A worker that died stops sending heartbeats; its
   requests are requeued after ``SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT``.
-* **Clean slate.** The last worker out clears queue and dupefilter (unless
+* **Clean slate.** The last worker out clears queue, dupefilter and shared profile (unless
   ``SCHEDULER_PERSIST``): a fresh crawl tomorrow is not filtered by today's.
   After a crash (no clean exit) the frontier stays and the next run resumes it.
 * **Honest graphs.** Each worker's graph holds the pages *it* fetched. When
@@ -188,10 +189,10 @@ class DistributedScheduler(Scheduler):
         return request
 
     def spider_ready(self) -> bool:
-        """A skillgraph spider parses pages only once its own detection set ``profile``.
+        """A skillgraph spider parses pages only once ``profile`` is set (detected or adopted).
 
         Other workers' requests are in the frontier before this worker's
-        ``start()`` has finished probing: they wait until it has.
+        ``start()`` has its profile: they wait until it has.
         """
         return getattr(self.spider, "profile", True) is not None
 

@@ -8,7 +8,12 @@ whose readers must never see it half-built, with provenance beside it. So:
   ``os.replace`` — readers see the old graph or the new one, never a mix;
 * a build that ends with no pages, or for a reason other than finishing or a
   bound, is discarded: the old graph stays and ``graphs/<name>.failed.json``
-  says why.
+  says why;
+* except a distributed worker that *followed* another's detection and wrote no
+  page (an ``llms-full`` corpus is all the leader's; a small site may be
+  fetched by the others): its share is empty, not failed. Nothing is
+  committed or recorded, so it never writes ``failed.json`` beside the good
+  graph the leader built; the leader still fails a build that has no pages.
 
 The decision runs on ``spider_closed``, the first point that knows the close
 reason, after every item has gone through the pipelines.
@@ -60,6 +65,7 @@ class GraphWriterPipeline:
         self.warnings: list[dict[str, Any]] = []
         self.truncated: dict[str, Any] | None = None
         self.profile: SiteProfile | None = None
+        self.followed = False  # the profile is another distributed worker's (skillgraph.distributed.detection)
         self.files: dict[str, str] = {}  # page URL -> file name
         self.taken: set[str] = set()  # file names used in this build
         self.hashes: dict[str, str] = {}  # sha256 -> first page URL with that content
@@ -100,8 +106,9 @@ class GraphWriterPipeline:
         self.staging = self.graphs_dir / ".builds" / self.name / build_id
         self.staging.mkdir(parents=True, exist_ok=False)
 
-    def on_profile(self, profile: SiteProfile) -> None:
+    def on_profile(self, profile: SiteProfile, followed: bool = False) -> None:
         self.profile = profile
+        self.followed = followed
 
     def on_warning(self, kind: str, url: str | None, message: str, label: str | None = None) -> None:
         entry: dict[str, Any] = {"kind": kind, "url": url, "message": message}
@@ -200,6 +207,8 @@ class GraphWriterPipeline:
         self.finished = True
         if self.pages and reason in SUCCESS_REASONS:
             self._commit()
+        elif self.followed and not self.pages and reason in SUCCESS_REASONS:
+            self._empty_share()
         else:
             why = "no pages were written" if not self.pages else f"the crawl ended with {reason!r}"
             self._fail(why, reason)
@@ -288,6 +297,13 @@ class GraphWriterPipeline:
         for old in builds[:-KEEP_BUILDS]:
             if old.resolve() != live:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def _empty_share(self) -> None:
+        assert self.staging is not None
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
+        logger.info("Graph %s: this worker followed a shared crawl and wrote no page; nothing to commit or "
+                    "record (the workers that wrote pages build the graph)", self.name)
 
     def _fail(self, why: str, reason: str) -> None:
         assert self.staging is not None

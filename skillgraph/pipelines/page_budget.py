@@ -7,6 +7,10 @@ strategies (an llms corpus is one fetch). So the budget is a pipeline placed
 just before the writers: the N+1th document is dropped, the spider closed
 with reason ``max_pages``, and ``build_truncated`` sent. A site with exactly
 N pages therefore finishes normally instead of being called truncated.
+
+A document the graph writer will not write does not spend the budget: the
+same URL a second time, or the same markdown under a second URL (``/docs/``
+and ``/docs/index.html``), which the writer keeps once.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
+from skillgraph.items import sha256_text
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:
@@ -40,19 +45,26 @@ class PageBudgetPipeline:
         self.crawler = crawler
         self.count = 0
         self.closing = False
+        self.counted: set[str] = set()  # URLs and markdown hashes of the documents counted
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageBudgetPipeline:
         return cls(crawler)
 
     async def process_item(self, item: Any) -> Any:
-        if ItemAdapter(item).get("strategy") not in BOUNDED_STRATEGIES:
+        adapter = ItemAdapter(item)
+        if adapter.get("strategy") not in BOUNDED_STRATEGIES:
             return item
+        url, sha = str(adapter.get("url")), sha256_text(adapter.get("markdown") or "")
+        if url in self.counted or sha in self.counted:
+            self.crawler.stats.inc_value("skillgraph/page_budget/not_counted_duplicate")
+            return item  # the graph writer keeps the first one only
         if self.count >= self.limit:
             self.crawler.stats.inc_value("skillgraph/page_budget/dropped")
             await self._close()
             raise PageBudgetExhausted(f"max_pages ({self.limit}) reached")
         self.count += 1
+        self.counted.update((url, sha))
         return item
 
     async def _close(self) -> None:

@@ -21,6 +21,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.response import get_base_url
 
+from skillgraph.distributed.detection import SharedDetection
 from skillgraph.items import DocumentItem
 from skillgraph.llms import coalesce, looks_like_html, markdown_twin, split_sections
 from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
@@ -90,13 +91,26 @@ class SkillgraphSpider(Spider):
         return self.domain or (urlsplit(self.site_url).hostname or "")
 
     async def start(self) -> AsyncIterator[Any]:
+        shared = SharedDetection.for_spider(self)  # distributed mode only; see docs/distributed.md
+        if shared is not None and (profile := await shared.follow()) is not None:
+            self.profile = profile  # another worker detected and seeded the shared frontier
+            return
         self.profile = await self.detect()
         for output in self.strategy_output(self.profile):
             yield output
+        if shared is not None:
+            await shared.publish(self.profile)  # after the seeds: a follower must not find the frontier empty
 
     async def detect(self) -> SiteProfile:
         """Run the SiteProfiler; a spider with its own enumeration (MediaWiki) overrides this."""
         return await self.profiler.profile(self.site_url, scope=self.site_scope, strategy=self.strategy)
+
+    def shared_state(self) -> dict[str, Any]:
+        """What another worker needs, besides the profile, to parse this spider's requests (JSON-safe)."""
+        return {}
+
+    def adopt_shared_state(self, state: dict[str, Any]) -> None:
+        """Take the detecting worker's :meth:`shared_state` (this worker follows its profile)."""
 
     def strategy_output(self, profile: SiteProfile) -> Iterator[Any]:
         """The first requests (or, for a corpus, the items) of the chosen strategy."""

@@ -12,7 +12,10 @@ engine, like every profiler probe). A wiki that answers is built with the
 ``crawl`` strategy whose ``source`` is the ``api.php`` URL, so the page bound
 and the crawl timeout apply as to any web crawl; a site whose API does not
 answer falls back to the ordinary strategy ladder. Requests only ever come
-from the enumeration: no link on a page is followed.
+from the enumeration: no link on a page is followed. In distributed mode one
+worker asks siteinfo and starts the enumeration; the others adopt its
+profile and siteinfo (:meth:`shared_state`) and take batches and pages from
+the shared frontier.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import asdict
 from html import escape
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -115,6 +119,14 @@ class MediaWikiSpider(SkillgraphSpider):
             return None
         probes.append(Probe(url, response.status, f"accepted: {info.generator}"))
         return info
+
+    def shared_state(self) -> dict[str, Any]:
+        """Distributed followers parse allpages batches too: they need the wiki's article path."""
+        return {"wiki": asdict(self.wiki)} if self.wiki is not None else {}
+
+    def adopt_shared_state(self, state: dict[str, Any]) -> None:
+        if isinstance(state.get("wiki"), dict):
+            self.wiki = SiteInfo(**state["wiki"])
 
     def strategy_output(self, profile: SiteProfile) -> Iterator[Any]:
         if self.wiki is not None:  # no API: no requests (links are never followed)

@@ -77,24 +77,29 @@ class HashingEmbedder:
         return counts
 
     def embed_one(self, text: str) -> array[float]:
-        vector = array("f", bytes(4 * self.dimension))
+        sparse: dict[int, float] = {}  # a chunk has a few hundred features against 1024 dimensions
         for feature, tf in self.features(text).items():
             h = zlib.crc32(feature.encode("utf-8"))
             weight = 1.0 + math.log(tf)
-            vector[h % self.dimension] += weight if h & 0x80000000 else -weight
-        return normalise(vector)
+            slot = h % self.dimension
+            sparse[slot] = sparse.get(slot, 0.0) + (weight if h & 0x80000000 else -weight)
+        vector = array("f", bytes(4 * self.dimension))
+        norm = math.hypot(*sparse.values())
+        if norm > 0:
+            for slot, value in sparse.items():
+                vector[slot] = value / norm
+        return vector
 
     def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
         return [self.embed_one(text) for text in texts]
 
 
 def normalise(vector: Sequence[float]) -> array[float]:
-    """As float32, with unit L2 norm (a zero vector stays zero)."""
+    """As float32, with unit L2 norm (a zero vector stays zero; a unit vector is only copied)."""
     out = array("f", vector)
-    norm = math.sqrt(sum(x * x for x in out))
-    if norm > 0:
-        for i, x in enumerate(out):
-            out[i] = x / norm
+    norm = math.hypot(*out)
+    if norm > 0 and abs(norm - 1.0) > 1e-6:
+        out = array("f", [x / norm for x in out])
     return out
 
 

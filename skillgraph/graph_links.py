@@ -5,7 +5,11 @@ static site generator.  A link to another page of the same build is worth
 more as that page's file (``library-json.md#json.dumps``) than as its web
 URL: it stays inside the graph, works offline and shows the reader the page
 is there.  Links to pages outside the graph stay absolute.  Fragments are
-kept, since they name the place on the page.
+kept, since they name the place on the page.  Relative links, which pages
+from markdown sources (``.md`` twins, llms-full sections) carry as the site
+wrote them and which mean nothing inside the graph's folder, are resolved
+against the page's URL first: every link ends up a file of the graph, an
+absolute URL, or an ``#anchor`` of the page itself.
 
 Only link destinations in prose are touched: fenced code and inline code
 spans are copied byte for byte (a ``[x](url)`` there is code, not a link).
@@ -15,12 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from urllib.parse import urljoin
 
 from skillgraph.urls import page_key
 
 _FENCE = re.compile(r"^[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t]+)*(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _rewrite_prose(text: str, target: Callable[[str], str | None]) -> tuple[str, int]:
@@ -106,8 +112,12 @@ class LocalLinks:
                 self.by_key.setdefault(page_key(alias), written)
         self.old_files = old_files or {}
 
-    def target(self, dest: str) -> str | None:
-        """The local file (with the fragment) that ``dest`` points at, or None to leave it."""
+    def target(self, dest: str, base: str | None = None) -> str | None:
+        """What ``dest``, a link on the page at ``base``, should point at; None to leave it as it is.
+
+        A page of the graph: its file (with the fragment). Elsewhere: the
+        absolute URL, resolved against ``base`` when relative.
+        """
         if dest.startswith(("http://", "https://")):
             file = self.by_url.get(dest)
             if file:
@@ -117,9 +127,17 @@ class LocalLinks:
             return None if file is None else file + (f"#{fragment}" if fragment else "")
         name, sep, fragment = dest.partition("#")
         url = self.old_files.get(name)
-        if url is None:
+        if url is not None:
+            file = self.by_url.get(url) if "#" in url else self.by_key.get(url)
+            if file is None:  # the page left the graph: back to its web address
+                return page_key(url) + sep + fragment if sep else url
+            return file + sep + fragment
+        if base is None or not name or _SCHEME.match(dest):
+            return None  # an #anchor of this page, mailto:, ...
+        try:
+            absolute = urljoin(base, dest)
+        except ValueError:
             return None
-        file = self.by_url.get(url) if "#" in url else self.by_key.get(url)
-        if file is None:  # the page left the graph: back to its web address
-            return page_key(url) + sep + fragment if sep else url
-        return file + sep + fragment
+        if not absolute.startswith(("http://", "https://")):
+            return None
+        return self.target(absolute) or absolute

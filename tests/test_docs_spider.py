@@ -15,6 +15,19 @@ HTML_TAG = re.compile(
 )
 
 
+FENCED = re.compile(r"^ *(`{3,}|~{3,}).*?^ *\1", re.M | re.S)
+LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
+
+
+def assert_links_resolve(graph: Path) -> None:
+    """Every link in prose is a file of the graph, an absolute URL, an #anchor or mailto: (never site-relative)."""
+    for path in graph.glob("*.md"):
+        for dest in LINK_DEST.findall(FENCED.sub("", path.read_text())):
+            if dest.startswith(("http://", "https://", "#", "mailto:")):
+                continue
+            assert (graph / dest.split("#")[0]).is_file(), f"{path.name}: link to {dest}"
+
+
 def assert_built(result: CrawlResult, strategy: str, min_pages: int) -> dict:
     assert result.returncode == 0, result.log[-3000:]
     assert result.graph.is_symlink(), "graphs/<name> is switched atomically as a symlink"
@@ -32,6 +45,7 @@ def assert_built(result: CrawlResult, strategy: str, min_pages: int) -> dict:
         assert page["sha256"] == hashlib.sha256(written).hexdigest(), "sources.json hashes the file as written"
     for key in ("name", "built_at", "scrape_profile", "pages", "truncated", "warnings", "changes"):
         assert key in sources
+    assert_links_resolve(result.graph)
     return sources
 
 
@@ -63,6 +77,12 @@ def test_stub_llms_full_falls_through_to_index_with_html_links(crawl, sites: dic
     api = (result.graph / by_url[site.url + "docs/api.html"]["file"]).read_text()
     assert "client = acme.connect" in api and "```" in api
     assert "© Acme" not in api
+    guide = (result.graph / by_url[site.url + "docs/guide.html"]["file"]).read_text()
+    api_file = by_url[site.url + "docs/api.html"]["file"]
+    changelog_file = by_url[site.url + "docs/notes/changelog.md"]["file"]
+    assert f"[API reference]({api_file}#connect)" in guide and f"[changelog]({changelog_file})" in guide, \
+        "the twin's relative links point at the graph's files"
+    assert f"[status page]({site.url}status.html)" in guide, "a page outside the graph: its absolute URL"
     for md in result.markdown_files():
         assert not HTML_TAG.search(md.read_text()), f"HTML left in {md.name}"
 

@@ -46,3 +46,12 @@ def test_pages_carried_over_follow_renamed_files_or_go_back_to_the_web() -> None
     assert target("unknown.md") is None
     text, count = rewrite_links("[a](guide-a.md) [b](old-a.md)\n", target)
     assert (text, count) == ("[a](guide-a.md) [b](guide-a.md)\n", 1), "an unchanged destination is not counted"
+
+
+def test_relative_links_of_markdown_sources_resolve_against_the_page() -> None:
+    page = SITE + "guide/b.html"  # a page whose markdown came from its .md twin, links as the site wrote them
+    md = "[a](a.html#x) [up](../index.html) [root](/other.html) [anchor](#here) [mail](mailto:a@b.c) [ftp](ftp://h/f)\n"
+    text, count = rewrite_links(md, lambda dest: links().target(dest, page))
+    assert text == ("[a](guide-a.md#x) [up](index.md) [root](https://docs.example.com/other.html) [anchor](#here) "
+                    "[mail](mailto:a@b.c) [ftp](ftp://h/f)\n")
+    assert count == 3

@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -261,7 +262,7 @@ class GraphWriterPipeline:
         total = 0
         for page in self.pages:
             path = self.staging / page["file"]
-            text, count = rewrite_links(path.read_text("utf-8"), links.target)
+            text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=page["url"]))
             if count:
                 path.write_text(text, encoding="utf-8")
                 page["sha256"] = sha256_text(text)

@@ -31,7 +31,7 @@ class DocumentItem:
     tier: str
     quality: float | None = None
     sha256: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)  # per-item notes for pipelines; not published
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)  # notes for pipelines (raw HTML: never logged)
 
     def __post_init__(self) -> None:
         if not self.sha256:

@@ -34,7 +34,14 @@ BOUNDED_STRATEGIES = ("sitemap", "crawl")
 
 
 class PageBudgetExhausted(DropItem):
-    """The page bound was reached before this document."""
+    """The page bound was reached before this document.
+
+    Logged at INFO, not Scrapy's WARNING per dropped item: reaching the bound is
+    an expected end, already logged once as a warning (``build_truncated``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level="INFO")
 
 
 class PageBudgetPipeline:

@@ -15,7 +15,8 @@ runs (``SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION=False``), every worker runs;
 sitemap.xml). The baseline is a local-mode crawl (no Redis) in the same run;
 ratios are printed against it.
 
-    .venv/bin/python bench/distributed.py [--delay 0.2] [--concurrency 2] [--json OUT]
+    .venv/bin/python bench/distributed.py [--delay 0.2] [--concurrency 2] [--subtree c-api] [--shared-only]
+                                          [--json OUT]
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--subtree", default="c-api", help="Python docs folder to crawl (c-api: 64 pages, "
+                        "library: about 300)")
+    parser.add_argument("--shared-only", action="store_true", help="skip the every-worker-detects runs")
     parser.add_argument("--json")
     opts = parser.parse_args()
     if shutil.which("redis-server") is None:
@@ -123,7 +127,7 @@ def main() -> None:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = int(server.server_address[1])
-    url = f"http://127.0.0.1:{port}/c-api/"
+    url = f"http://127.0.0.1:{port}/{opts.subtree.strip('/')}/"
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         redis, redis_url = start_redis(tmp)
@@ -131,7 +135,7 @@ def main() -> None:
             results = [{"mode": "local", **run(1, url, port, opts.concurrency, tmp / "local", None)}]
             results.append({"mode": "redis", **run(1, url, port, opts.concurrency, tmp / "redis1", redis_url)})
             for workers in (2, 4):
-                for mode, shared in (("each", False), ("shared", True)):
+                for mode, shared in (("each", False), ("shared", True))[opts.shared_only:]:
                     result = run(workers, url, port, opts.concurrency, tmp / f"{mode}{workers}", redis_url, shared)
                     results.append({"mode": mode, **result})
         finally:

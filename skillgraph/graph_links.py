@@ -107,10 +107,19 @@ class LocalLinks:
             else:
                 self.by_key.setdefault(url, file)
         for alias, url in (aliases or {}).items():
-            written = self.by_key.get(page_key(url)) or self.by_url.get(url)
+            written = self._file_of(url)
             if written:
-                self.by_key.setdefault(page_key(alias), written)
+                self.by_key.setdefault(page_key(alias), written.partition("#")[0])
         self.old_files = old_files or {}
+
+    def _file_of(self, url: str) -> str | None:
+        """The file of the graph's page at ``url``, with ``url``'s fragment; None when not in the graph."""
+        file = self.by_url.get(url)
+        if file:
+            return file
+        key, _, fragment = url.partition("#")
+        file = self.by_key.get(key)
+        return None if file is None else file + (f"#{fragment}" if fragment else "")
 
     def target(self, dest: str, base: str | None = None) -> str | None:
         """What ``dest``, a link on the page at ``base``, should point at; None to leave it as it is.
@@ -119,19 +128,14 @@ class LocalLinks:
         absolute URL, resolved against ``base`` when relative.
         """
         if dest.startswith(("http://", "https://")):
-            file = self.by_url.get(dest)
-            if file:
-                return file
-            key, _, fragment = dest.partition("#")
-            file = self.by_key.get(key)
-            return None if file is None else file + (f"#{fragment}" if fragment else "")
+            return self._file_of(dest)
         name, sep, fragment = dest.partition("#")
-        url = self.old_files.get(name)
+        url = self.old_files.get(name)  # a file of the previous build (a carried-over page)
         if url is not None:
-            file = self.by_url.get(url) if "#" in url else self.by_key.get(url)
+            file = self._file_of(url)
             if file is None:  # the page left the graph: back to its web address
                 return page_key(url) + sep + fragment if sep else url
-            return file + sep + fragment
+            return file.partition("#")[0] + sep + fragment if sep else file
         if base is None or not name or _SCHEME.match(dest):
             return None  # an #anchor of this page, mailto:, ...
         try:

@@ -36,8 +36,9 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         loader = get_spider_loader(self.settings)
+        names_only = under_scrapyd()
         for name in sorted(loader.list()):
-            if under_scrapyd():
+            if names_only:
                 print(name)
                 continue
             domain = getattr(loader.load(name), "domain", "") or "-"

@@ -69,8 +69,8 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
     for tr, in_head in _rows(el):
         row: list[list[str]] = []
         cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP]
+        # still in the leading run of header rows
         is_head = head_rows == len(grid) and (in_head or (bool(cells) and all(c.tag == "th" for c in cells)))
-        head_rows += is_head  # the leading run of header rows
         for cell in cells:
             _carry(row, spans)
             blocks = r.blocks(cell)
@@ -87,8 +87,7 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
         _carry(row, spans)
         if row:
             grid.append(row)
-        elif head_rows > len(grid):
-            head_rows = len(grid)
+            head_rows += is_head
     if not grid:
         return
     if head_rows == len(grid):  # header cells only: the first row labels the rest

@@ -28,7 +28,7 @@ from scrapy.http.request import NO_CALLBACK
 from skillgraph.llms import LlmsIndex, looks_like_html, parse_llms_txt
 from skillgraph.signals import profile_detected
 from skillgraph.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
-from skillgraph.urls import in_scope, parent_scopes, root_of, scope_of
+from skillgraph.urls import in_scope, parent_scopes, root_of, same_site, scope_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -67,6 +67,7 @@ class SiteProfile:
     index: LlmsIndex | None = None  # llms.txt parsed
     page_urls: list[str] = field(default_factory=list)  # in-scope sitemap URLs
     sitemap_skipped: int = 0  # sitemap URLs outside the scope
+    offsite: list[str] = field(default_factory=list)  # llms.txt links off the site's domain (never requested)
 
     def to_json(self) -> dict[str, Any]:
         """The public shape (``scrapy detect`` and ``sources.json`` ``scrape_profile``)."""
@@ -90,6 +91,7 @@ class SiteProfiler:
         self.max_sitemaps = settings.getint("SKILLGRAPH_SITEMAP_MAX_FILES", 200)
         self.max_sitemap_urls = settings.getint("SKILLGRAPH_SITEMAP_MAX_URLS", 100_000)
         self.max_size = settings.getint("DOWNLOAD_MAXSIZE", 10 * 1024 * 1024) or 50 * 1024 * 1024
+        self.allowed_domains = tuple(d.lower().strip(".") for d in settings.getlist("SKILLGRAPH_ALLOWED_DOMAINS"))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SiteProfiler:
@@ -123,6 +125,7 @@ class _ProfileRun:
         self.scope = scope
         self.probes: list[Probe] = []
         self.network_errors = 0  # consecutive network failures
+        self.offsite: list[str] = []  # llms.txt links off the site, from every index read
 
     def _probe(self, probe: Probe) -> None:
         """Record a probe; a rejection or an error is also logged and counted (the reason is the outcome)."""
@@ -135,7 +138,8 @@ class _ProfileRun:
             logger.info("Probe %s %s", probe.url, probe.outcome)
 
     def _done(self, strategy: str, source: str, **extra: Any) -> SiteProfile:
-        return SiteProfile(self.url, strategy, self.scope, source, utc_now(), self.probes, **extra)
+        return SiteProfile(self.url, strategy, self.scope, source, utc_now(), self.probes, offsite=self.offsite,
+                           **extra)
 
     async def _get(self, url: str) -> Response | None:
         if self.network_errors >= UNREACHABLE_AFTER:
@@ -215,6 +219,15 @@ class _ProfileRun:
         if not index.links:
             self._probe(Probe(url, response.status, "rejected: no links"))
             return None
+        # DESIGN.md: links may point at the site's registrable domain and SKILLGRAPH_ALLOWED_DOMAINS only.
+        onsite = [link for link in index.links if same_site(link.url, self.url, self.p.allowed_domains)]
+        offsite = [link.url for link in index.links if link not in onsite]
+        self.offsite.extend(u for u in offsite if u not in self.offsite)
+        if not onsite:
+            self._probe(Probe(url, response.status, f"rejected: all {len(offsite)} links are off-site "
+                                                     "(see SKILLGRAPH_ALLOWED_DOMAINS)"))
+            return None
+        index.links = onsite
         self._probe(Probe(url, response.status, "accepted"))
         return self._done("llms-index", response.url, index=index)
 

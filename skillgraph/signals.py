@@ -22,6 +22,9 @@ build_truncated = object()
 #: dedup): the graph writer carries the previous build's file over. Args: ``url`` (str).
 page_not_modified = object()
 
-#: The build's wall-clock bound is over and the spider could not close in time:
-#: finalise the graph now with what it has. Args: ``reason`` (str).
-build_deadline = object()
+
+#: The graph writer swapped the build in. Args: ``build`` (skillgraph.build.Build).
+build_committed = object()
+
+#: The build was not committed (the previous graph is kept). Args: ``build``.
+build_failed = object()

@@ -51,13 +51,18 @@ def in_scope(url: str, scope: str) -> bool:
 
 
 def default_graph_name(url: str) -> str:
-    """The host, plus ``_PORT`` when the port is not the scheme's default."""
+    """The host, plus ``_PORT`` when the port is not the scheme's default, plus ``_`` and the scope's path.
+
+    ``https://docs.python.org/3/library/`` gives ``docs.python.org_3_library``: two
+    scopes of one host are two graphs.
+    """
     parts = urlsplit(url)
-    host = (parts.hostname or "site").lower()
+    name = (parts.hostname or "site").lower()
     port = parts.port
     if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
-        return f"{host}_{port}"
-    return host
+        name = f"{name}_{port}"
+    slug = scope_slug(url)
+    return f"{name}_{slug}" if slug else name
 
 
 def page_key(url: str) -> str:
@@ -97,3 +102,50 @@ def file_stem_for(url: str, scope: str) -> str:
     if parts.query:
         stem += "-" + parts.query
     return re.sub(r"-{2,}", "-", _UNSAFE.sub("-", stem.replace("/", "-"))).strip("-.") or "index"
+
+
+_PSL: object | None = None
+
+
+def registrable_domain(url_or_host: str) -> str:
+    """The registrable domain of a URL or host (``docs.x.com`` -> ``x.com``), ports ignored.
+
+    From the public-suffix list shipped in the ``publicsuffixlist`` package (never
+    fetched at run time). An IP address or a single-label host (``localhost``) is
+    its own domain.
+    """
+    global _PSL
+    host = (urlsplit(url_or_host).hostname if "//" in url_or_host else url_or_host.split(":")[0]) or ""
+    host = host.lower().rstrip(".")
+    if not host or "." not in host or _is_ip(host):
+        return host
+    if _PSL is None:
+        from publicsuffixlist import PublicSuffixList
+
+        _PSL = PublicSuffixList()
+    return str(_PSL.privatesuffix(host) or host)  # type: ignore[attr-defined]
+
+
+def _is_ip(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def same_site(url: str, site_url: str, allowed_domains: tuple[str, ...] = ()) -> bool:
+    """True when ``url`` is on ``site_url``'s registrable domain or one of ``allowed_domains``."""
+    domain = registrable_domain(url)
+    if domain == registrable_domain(site_url):
+        return True
+    host = (urlsplit(url).hostname or "").lower()
+    return any(host == d or host.endswith("." + d) or domain == d for d in allowed_domains)
+
+
+def scope_slug(url: str) -> str:
+    """The scope's path as a name part: ``/docs/3/library/`` -> ``docs_3_library`` (empty at the root)."""
+    path = urlsplit(scope_of(url)).path
+    return re.sub(r"_{2,}", "_", _UNSAFE.sub("_", path.strip("/").replace("/", "_"))).strip("_.")

@@ -14,9 +14,10 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from skillgraph.build import Build
 from skillgraph.middlewares.conditional import ConditionalMiddleware
 from skillgraph.middlewares.recency import PageUnchanged
-from skillgraph.signals import page_not_modified
+from skillgraph.signals import build_committed, build_failed, page_not_modified
 from tests.conftest import _origin_site
 from tests.servers import Rule, SiteServer
 
@@ -38,7 +39,6 @@ def make_middleware(tmp_path: Path, validators: dict[str, tuple[str | None, str 
     crawler = get_crawler(GraphSpider, {"SKILLGRAPH_GRAPHS_DIR": str(graphs),
                                         "SKILLGRAPH_STATE_PATH": str(tmp_path / "state.sqlite3")})
     crawler.spider = GraphSpider()
-    crawler.spider.fetched_urls = set()  # type: ignore[attr-defined]
     mw = build_from_crawler(ConditionalMiddleware, crawler)
     asyncio.run(mw.state.set_validators(validators))
     return mw
@@ -84,15 +84,13 @@ def test_304_carries_over_and_validators_wait_for_a_committed_build(tmp_path: Pa
         assert await mw.process_response(plain, spontaneous) is spontaneous, "we did not ask: not ours to handle"
         fresh = HtmlResponse(plain.url, body=b"<p>x</p>", headers={"ETag": '"b1"'}, request=plain)
         assert await mw.process_response(plain, fresh) is fresh
-        await mw.spider_closed()
+        await crawler.signals.send_catch_log_async(build_failed, build=Build.of(crawler))
         assert await mw.state.validators(b_url) == (None, None), "build not committed: nothing stored"
-        crawler.stats.set_value("skillgraph/graph/committed", 1)
-        await mw.spider_closed()
+        await crawler.signals.send_catch_log_async(build_committed, build=Build.of(crawler))
         assert await mw.state.validators(b_url) == ('"b1"', None)
 
     asyncio.run(scenario())
     assert carried == [PAGE]
-    assert spider.fetched_urls == {PAGE}  # type: ignore[union-attr]
     assert crawler.stats.get_value("skillgraph/conditional/not_modified") == 1
     assert crawler.stats.get_value("skillgraph/conditional/discarded") == 1
     assert crawler.stats.get_value("skillgraph/conditional/stored") == 1

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import CrawlResult
+from tests.conftest import SCOPED_LLMS_FULL, CrawlResult
 from tests.servers import SiteServer
 
 HTML_TAG = re.compile(
@@ -56,9 +56,8 @@ def test_docs_scope_llms_full_beats_root_marketing_index(crawl, sites: dict[str,
     assert sources["scrape_profile"]["source"] == site.url + "docs/llms-full.txt"
     assert "/llms.txt" not in site.paths(), "the root marketing index is never probed once docs wins"
     assert all(p["tier"] == "corpus" for p in sources["pages"])
-    corpus = (Path(__file__).resolve().parents[2] / "shared/corpus/llms_full/litellm-docs__static_llms-full.txt")
     joined = "".join((result.graph / p["file"]).read_text() for p in sources["pages"])
-    assert joined == corpus.read_text(), "the section files together hold the whole corpus, in order"
+    assert joined == SCOPED_LLMS_FULL.read_text(), "the section files together hold the whole corpus, in order"
     assert all("#" in p["url"] for p in sources["pages"])
 
 
@@ -134,7 +133,9 @@ def test_failed_rebuild_keeps_the_old_graph(crawl, sites: dict[str, SiteServer],
     before = assert_built(good, "crawl", 7)
     snapshot = {p.name: p.read_text() for p in good.graph.iterdir()}
     bad = crawl("docs", graphs=graphs, url=sites["broken"].url + "docs/", graph="kept")
-    assert bad.returncode == 0
+    assert bad.returncode == 1, "a build that is not committed exits 1"
+    assert bad.log.rstrip().splitlines()[-1].startswith("skillgraph: "), "one line says why"
+    assert "HTTP 500" in bad.log.rstrip().splitlines()[-1]
     assert {p.name: p.read_text() for p in bad.graph.iterdir()} == snapshot
     failed = json.loads((graphs / "kept.failed.json").read_text())
     assert failed["reason"] == "no pages were written" and failed["kept_previous"] is True
@@ -174,5 +175,9 @@ def test_crawl_timeout_bounds_a_stuck_site(crawl, tmp_path: Path) -> None:
     assert sources["truncated"]["limit"] == 4
     assert sources["truncated"]["skipped"] >= 2
     assert len(sources["pages"]) == 5
-    assert "forcing shutdown" in result.log
-    assert result.stats == {} or result.stats.get("skillgraph/crawl_timeout/forced") == 1
+    stats = result.stats
+    assert stats["finish_reason"] == "crawl_timeout", "closed through the engine: the stats are written"
+    assert stats["skillgraph/crawl_timeout/shortened"] >= 2, "the stuck downloads end by the deadline plus grace"
+    left = {s["url"] for s in sources["skipped"]} | set(sources["truncated"]["unreached"])
+    assert {u.rsplit("/", 1)[-1] for u in left} >= {"e.html", "f.html"}, "the stuck pages are accounted for"
+    assert not [line for line in result.log.splitlines() if "Traceback" in line]

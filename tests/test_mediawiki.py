@@ -203,7 +203,8 @@ def test_wiki_without_api_fails_without_following_links(crawl, tmp_path: Path) -
         result = crawl("gentoo_wiki", base_url=server.url, settings={"SKILLGRAPH_RENDER_ENABLED": "False"})
     finally:
         server.stop()
-    assert result.returncode == 0
+    assert result.returncode == 1, "no graph: the crawl failed"
+    assert result.log.rstrip().splitlines()[-1].startswith("skillgraph: graph gentoo_wiki was not built")
     assert "/wiki/Page" not in server.paths() and "/" not in server.paths()
     failed = json.loads((result.graphs / "gentoo_wiki.failed.json").read_text())
     assert failed["reason"] == "no pages were written"

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from scrapy.utils.test import get_crawler
 
+from skillgraph.build import Build
 from skillgraph.items import DocumentItem
-from skillgraph.pipelines.page_budget import PageBudgetPipeline
+from skillgraph.pipelines.page_budget import PageBudgetExhausted, PageBudgetPipeline
+from skillgraph.profiler import SiteProfile
+from skillgraph.signals import profile_detected
 
 
 def doc(url: str, markdown: str, strategy: str = "crawl") -> DocumentItem:
@@ -15,20 +19,46 @@ def doc(url: str, markdown: str, strategy: str = "crawl") -> DocumentItem:
                         domain="s", strategy=strategy, tier="html")
 
 
-def test_duplicates_do_not_spend_the_budget() -> None:
-    crawler = get_crawler(settings_dict={"SKILLGRAPH_MAX_PAGES": 3})
+def bounded_crawler(limit: int):  # type: ignore[no-untyped-def]
+    crawler = get_crawler(settings_dict={"SKILLGRAPH_MAX_PAGES": limit})
     crawler.stats.open_spider()
+    profile = SiteProfile("http://s/docs/", "crawl", "http://s/docs/", "http://s/docs/", "2026-11-29T12:00:00Z")
     budget = PageBudgetPipeline.from_crawler(crawler)
+    crawler.signals.send_catch_log(profile_detected, profile=profile)
+    return crawler, budget
+
+
+def test_duplicates_do_not_spend_the_budget() -> None:
+    crawler, budget = bounded_crawler(3)
     items = [
         doc("http://s/docs/", "# Home\n"),
         doc("http://s/docs/index.html", "# Home\n"),  # the same page under a second URL
         doc("http://s/docs/a.html", "# A\n"),
         doc("http://s/docs/a.html", "# A, fetched again\n"),  # the same URL
-        doc("http://s/llms-full.txt#x", "# X\n", strategy="llms-full"),  # a corpus is not bounded
         doc("http://s/docs/b.html", "# B\n"),
     ]
-    for item in items:
-        assert asyncio.run(budget.process_item(item)) is item
-    assert budget.count == 3, "three distinct pages: the bound is reached, not passed"
+    verdicts = [asyncio.run(budget.process_item(item)).meta["admission"] for item in items]
+    assert verdicts == ["new", "same-content", "new", "same-url", "new"]
+    assert Build.of(crawler).spent == 3, "three distinct pages: the bound is reached, not passed"
     assert crawler.stats.get_value("skillgraph/page_budget/not_counted_duplicate") == 2
     assert crawler.stats.get_value("skillgraph/page_budget/dropped") is None
+    skipped = {e.url: e.reason for e in Build.of(crawler).skipped()}
+    assert skipped == {"http://s/docs/index.html": "duplicate"}, "the duplicate is accounted for"
+
+
+def test_over_budget_is_dropped_and_left_unreached() -> None:
+    crawler, budget = bounded_crawler(1)
+    build = Build.of(crawler)
+    build.learn("http://s/docs/", "start")
+    build.learn("http://s/docs/a.html", "link")
+    asyncio.run(budget.process_item(doc("http://s/docs/", "# Home\n")))
+
+    async def over() -> None:
+        crawler.engine = None  # closing needs no engine here: the signal is what the test checks
+        budget.closing = True
+        await budget.process_item(doc("http://s/docs/a.html", "# A\n"))
+
+    with pytest.raises(PageBudgetExhausted):
+        asyncio.run(over())
+    assert crawler.stats.get_value("skillgraph/page_budget/dropped") == 1
+    assert build.unreached() == ["http://s/docs/a.html"], "a page dropped at the bound is left for the next run"

@@ -3,7 +3,15 @@ from __future__ import annotations
 import pytest
 
 from skillgraph.spiders.base import rebase
-from skillgraph.urls import default_graph_name, file_stem_for, in_scope, parent_scopes, scope_of
+from skillgraph.urls import (
+    default_graph_name,
+    file_stem_for,
+    in_scope,
+    parent_scopes,
+    registrable_domain,
+    same_site,
+    scope_of,
+)
 
 
 @pytest.mark.parametrize(("url", "scope"), [
@@ -31,9 +39,25 @@ def test_in_scope() -> None:
 
 
 def test_graph_name() -> None:
-    assert default_graph_name("https://docs.python.org/3/") == "docs.python.org"
-    assert default_graph_name("http://127.0.0.1:8000/docs/") == "127.0.0.1_8000"
+    assert default_graph_name("https://docs.python.org/3/") == "docs.python.org_3"
+    assert default_graph_name("https://docs.python.org/3/library/json.html") == "docs.python.org_3_library"
+    assert default_graph_name("http://127.0.0.1:8000/docs/") == "127.0.0.1_8000_docs"
     assert default_graph_name("https://h:443/") == "h"
+    assert default_graph_name("https://h/index.html") == "h"
+    # two scopes of one host are two graphs
+    assert default_graph_name("http://h/library/") != default_graph_name("http://h/tutorial/")
+
+
+def test_registrable_domain() -> None:
+    assert registrable_domain("https://docs.python.org:8443/3/") == "python.org"
+    assert registrable_domain("https://a.b.example.co.uk/") == "example.co.uk"
+    assert registrable_domain("http://127.0.0.1:8000/") == "127.0.0.1"
+    assert registrable_domain("http://localhost:5000/x") == "localhost"
+    assert registrable_domain("http://[::1]:80/") == "::1"
+    assert same_site("https://docs.x.com/a", "https://x.com/")
+    assert not same_site("http://localhost:8000/a", "http://127.0.0.1:8000/")
+    assert same_site("https://cdn.other.org/a", "https://x.com/", ("other.org",))
+    assert not same_site("https://notother.org/a", "https://x.com/", ("other.org",))
 
 
 @pytest.mark.parametrize(("url", "stem"), [

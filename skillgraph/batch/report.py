@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgraph.batch.plan import SiteResult
-from skillgraph.pipelines.graph import write_json_atomic
+from skillgraph.files import write_json_atomic
 from skillgraph.profiler import utc_now
 
 

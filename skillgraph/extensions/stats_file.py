@@ -7,7 +7,6 @@ this file instead of parsing logs.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from skillgraph.signals import build_deadline
+from skillgraph.files import write_atomic
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -35,7 +34,6 @@ class StatsFile:
         self.path = Path(path)
         self.crawler = crawler
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
-        crawler.signals.connect(self.engine_stopped, signal=build_deadline)  # the process ends right after
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatsFile:
@@ -44,6 +42,4 @@ class StatsFile:
     def engine_stopped(self, **_: object) -> None:
         assert self.crawler.stats is not None
         stats = {k: _jsonable(v) for k, v in self.crawler.stats.get_stats().items()}
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps(stats, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(stats, indent=2, sort_keys=True, default=str))

@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from skillgraph.middlewares.recency import is_page_request, live_pages, page_unchanged, page_url
+from skillgraph.signals import build_committed, build_failed
 from skillgraph.state import get_state
 
 if TYPE_CHECKING:
@@ -42,15 +42,12 @@ class ConditionalMiddleware:
         self.crawler = crawler
         self.state = get_state(crawler)
         self.seen: dict[str, tuple[str | None, str | None]] = {}
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.store, signal=build_committed)
+        crawler.signals.connect(self.discard, signal=build_failed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalMiddleware:
         return cls(crawler)
-
-    def spider_opened(self) -> None:
-        # Connected now, after the graph writer's own handler: ours runs once the build is decided.
-        self.crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def process_request(self, request: Request) -> None:
         if request.meta.get("skillgraph_conditional") not in (None, request.url):
@@ -84,11 +81,12 @@ class ConditionalMiddleware:
                                           last_modified.decode("latin-1") if last_modified else None)
         return response
 
-    async def spider_closed(self) -> None:
-        if not self.seen:
-            return
-        if not self.crawler.stats.get_value("skillgraph/graph/committed"):
+    async def store(self) -> None:
+        """The build is live: its validators now describe the live graph's files."""
+        if self.seen:
+            await self.state.set_validators(self.seen)
+            self.crawler.stats.set_value("skillgraph/conditional/stored", len(self.seen))
+
+    def discard(self) -> None:
+        if self.seen:
             self.crawler.stats.set_value("skillgraph/conditional/discarded", len(self.seen))
-            return
-        await self.state.set_validators(self.seen)
-        self.crawler.stats.set_value("skillgraph/conditional/stored", len(self.seen))

@@ -19,21 +19,19 @@ are pages, the live graph's pages, and :func:`page_unchanged`.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
-from weakref import WeakKeyDictionary
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
+from skillgraph.build import Build
 from skillgraph.profiler import utc_now
 from skillgraph.signals import page_not_modified
 from skillgraph.state import StateUnavailableError, get_state
-from skillgraph.urls import in_scope, page_key
+from skillgraph.urls import in_scope
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,36 +53,14 @@ def page_url(request: Request) -> str:
     return str(request.meta.get("skillgraph_link") or request.url)
 
 
-_LIVE: WeakKeyDictionary[Crawler, dict[str, dict[str, Any]]] = WeakKeyDictionary()
-
-
 def live_pages(crawler: Crawler) -> dict[str, dict[str, Any]]:
-    """The live graph's page records by URL, read once per crawl (empty when there is none)."""
-    pages = _LIVE.get(crawler)
-    if pages is None:
-        pages = {}
-        spider = crawler.spider
-        name = getattr(spider, "graph_name", None)
-        if name:
-            path = Path(crawler.settings.get("SKILLGRAPH_GRAPHS_DIR", "graphs")) / name / "sources.json"
-            try:
-                pages = {p["url"]: p for p in json.loads(path.read_text("utf-8"))["pages"]}
-            except FileNotFoundError:
-                pass
-            except (ValueError, KeyError, TypeError):
-                crawler.stats.inc_value("skillgraph/recency/unreadable_graph")
-                logger.warning("Unreadable %s: every page is fetched again", path, exc_info=True)
-        _LIVE[crawler] = pages
-    return pages
+    """The live graph's page records by URL (the Build's one reading of the previous ``sources.json``)."""
+    return Build.of(crawler).previous.pages
 
 
 async def page_unchanged(crawler: Crawler, request: Request, url: str) -> NoReturn:
     """Carry the page over, count it as handled, and refuse the request."""
     await crawler.signals.send_catch_log_async(page_not_modified, url=url)
-    spider = crawler.spider
-    fetched = getattr(spider, "fetched_urls", None)
-    if fetched is not None:
-        fetched.add(page_key(url))
     if request.cb_kwargs.get("follow"):
         expand(crawler)
     raise PageUnchanged(f"unchanged: {url}")
@@ -94,22 +70,20 @@ def expand(crawler: Crawler) -> None:
     """A link-following page kept without a body has no links to follow: revisit the live graph's pages.
 
     An unchanged page links where it linked before, so its targets are in the
-    previous graph; a new page is linked from a changed page, which is parsed.
+    previous graph; a new page is linked from a changed page, which is parsed;
+    pages a truncated previous build never reached are requested by the spider.
     """
     spider = crawler.spider
-    known: set[str] | None = getattr(spider, "known_urls", None)
-    profile = getattr(spider, "profile", None)
-    if known is None or profile is None or getattr(spider, "_skillgraph_expanded", False):
+    build = Build.of(crawler)
+    if spider is None or build.profile is None or build.expanded or not hasattr(spider, "page_request"):
         return
-    spider._skillgraph_expanded = True  # type: ignore[union-attr]
+    build.expanded = True
     assert crawler.engine is not None
     for url in live_pages(crawler):
-        key = page_key(url)
-        if "#" in url or key in known or not in_scope(url, profile.scope):
+        if "#" in url or not in_scope(url, build.profile.scope) or not build.learn(url, "previous"):
             continue
-        known.add(key)
         crawler.stats.inc_value("skillgraph/recency/revisited")
-        crawler.engine.crawl(Request(url, callback=spider.parse_page, cb_kwargs={"follow": True}))  # type: ignore[union-attr]
+        crawler.engine.crawl(spider.page_request(url, follow=True))
 
 
 class RecencyMiddleware:

@@ -28,9 +28,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.job import job_dir
 
+from skillgraph.build import Build
 from skillgraph.items import DocumentItem
 from skillgraph.signals import page_not_modified
-from skillgraph.urls import page_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,12 +101,10 @@ class ResumeJournal:
     def replay(self) -> Iterator[DocumentItem]:
         if not self.entries:
             return
-        spider = self.crawler.spider
         logger.info("Resuming: %d pages from the stopped run's journal %s", len(self.entries), self.path)
+        build = Build.of(self.crawler)
         for entry in self.entries:
-            for urls in (getattr(spider, "known_urls", None), getattr(spider, "fetched_urls", None)):
-                if urls is not None:
-                    urls.add(page_key(entry["url"]))
+            build.learn(entry["url"], "previous")
             self.crawler.stats.inc_value("skillgraph/resume/replayed")
             if entry.get("not_modified"):
                 self.replaying = True
@@ -121,5 +119,5 @@ class ResumeJournal:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-        if self.crawler.stats.get_value("skillgraph/graph/committed") and self.path.exists():
+        if Build.of(self.crawler).outcome == "committed" and self.path.exists():
             self.path.unlink()

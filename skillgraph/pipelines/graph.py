@@ -1,14 +1,16 @@
-"""GraphWriterPipeline: write pages into a staging build, swap it in atomically.
+"""GraphWriterPipeline: a build's pages, ``sources.json``, and whether it is committed.
 
-Scrapy's feed exports write one file per crawl; a skill graph is a folder
-whose readers must never see it half-built, with provenance beside it. So:
+The files themselves are :class:`skillgraph.graph_folder.GraphFolder`'s (a
+staging build swapped in atomically); this pipeline decides what goes in and
+whether the build replaces the live graph:
 
-* each build is written to ``graphs/.builds/<name>/<build-id>/``;
-* on success, ``graphs/<name>`` (a symlink) is switched to it with
-  ``os.replace`` — readers see the old graph or the new one, never a mix;
-* a build that ends with no pages, or for a reason other than finishing or a
-  bound, is discarded: the old graph stays and ``graphs/<name>.failed.json``
-  says why;
+* a build that ends with no pages, or for a reason other than finishing, a
+  bound or an interrupt, is discarded: the old graph stays and
+  ``graphs/<name>.failed.json`` says why; so is a build the shrink guard stops
+  (it would remove most of the live graph, or put only best-effort pages over
+  real ones) unless ``SKILLGRAPH_ALLOW_SHRINK`` is set;
+* a truncated build (a bound, the timeout, SIGINT/SIGTERM) is committed with the
+  live pages it did not reach carried over: never counted as removed;
 * except a distributed worker that *followed* another's detection and wrote no
   page (an ``llms-full`` corpus is all the leader's; a small site may be
   fetched by the others): its share is empty, not failed. Nothing is
@@ -16,71 +18,53 @@ whose readers must never see it half-built, with provenance beside it. So:
   graph the leader built; the leader still fails a build that has no pages.
 
 The decision runs on ``spider_closed``, the first point that knows the close
-reason, after every item has gone through the pipelines.
+reason, after every item has gone through the pipelines. What is written, and
+every URL's outcome, come from the Build (:mod:`skillgraph.build`); the writer
+records the outcome there and sends ``build_committed`` or ``build_failed``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import shutil
-import time
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy import signals
 
-from skillgraph.graph_links import LocalLinks, rewrite_links
+from skillgraph.build import Build
+from skillgraph.graph_folder import GraphFolder
 from skillgraph.items import sha256_text
 from skillgraph.profiler import utc_now
-from skillgraph.signals import build_deadline, build_truncated, build_warning, page_not_modified, profile_detected
-from skillgraph.urls import file_stem_for
+from skillgraph.signals import build_committed, build_failed, page_not_modified
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from skillgraph.profiler import SiteProfile
-
 logger = logging.getLogger(__name__)
 
 SUCCESS_REASONS = {"finished", "max_pages", "crawl_timeout", "closespider_pagecount", "closespider_itemcount",
-                   "closespider_timeout"}
-KEEP_BUILDS = 2  # the live build and the one before it
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file beside ``path`` and move it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+                   "closespider_timeout", "shutdown"}
+#: Close reasons of a build that stopped before its scope was done, as ``truncated.reason``.
+TRUNCATING_REASONS = {"max_pages": "max_pages", "closespider_pagecount": "max_pages",
+                      "closespider_itemcount": "max_pages", "crawl_timeout": "crawl_timeout",
+                      "closespider_timeout": "crawl_timeout", "shutdown": "interrupted"}
 
 
 class GraphWriterPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.build = Build.of(crawler)
         self.graphs_dir = Path(crawler.settings.get("SKILLGRAPH_GRAPHS_DIR", "graphs"))
+        self.allow_shrink = crawler.settings.getbool("SKILLGRAPH_ALLOW_SHRINK", False)
+        self.local_links = crawler.settings.getbool("SKILLGRAPH_GRAPH_LOCAL_LINKS", True)
         self.pages: list[dict[str, Any]] = []
-        self.warnings: list[dict[str, Any]] = []
-        self.truncated: dict[str, Any] | None = None
-        self.profile: SiteProfile | None = None
-        self.followed = False  # the profile is another distributed worker's (skillgraph.distributed.detection)
         self.files: dict[str, str] = {}  # page URL -> file name
-        self.taken: set[str] = set()  # file names used in this build
-        self.hashes: dict[str, str] = {}  # sha256 -> first page URL with that content
-        self.aliases: dict[str, str] = {}  # URL not written -> the URL written with the same content
-        self.local_links: bool = crawler.settings.getbool("SKILLGRAPH_GRAPH_LOCAL_LINKS", True)
-        self.staging: Path | None = None
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(self.on_warning, signal=build_warning)
-        crawler.signals.connect(self.on_truncated, signal=build_truncated)
-        crawler.signals.connect(self.on_profile, signal=profile_detected)
-        crawler.signals.connect(self.carry_over, signal=page_not_modified)
-        crawler.signals.connect(self.on_deadline, signal=build_deadline)
+        self.titles: dict[str, str] = {}  # page URL -> title (for llms.txt; not a sources.json field)
+        self.folder: GraphFolder | None = None
         self.finished = False
-        self._previous: dict[str, dict[str, Any]] | None = None
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.carry_over, signal=page_not_modified)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GraphWriterPipeline:
@@ -88,237 +72,210 @@ class GraphWriterPipeline:
 
     @property
     def name(self) -> str:
-        spider = self.crawler.spider
-        return str(getattr(spider, "graph_name", None) or getattr(spider, "name", "graph"))
+        return str(self.build.name or getattr(self.crawler.spider, "name", "graph"))
 
     @property
-    def live_path(self) -> Path:
-        return self.graphs_dir / self.name
-
-    @property
-    def builds_graph(self) -> bool:
-        """Only skillgraph spiders build graphs (``scrapy detect``'s spider does not)."""
-        return hasattr(self.crawler.spider, "graph_name")
+    def staging(self) -> Path | None:
+        return self.folder.staging if self.folder is not None else None
 
     def open_spider(self) -> None:
-        if not self.builds_graph:
-            return
-        build_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
-        self.staging = self.graphs_dir / ".builds" / self.name / build_id
-        self.staging.mkdir(parents=True, exist_ok=False)
+        if self.build.name is not None:  # only skillgraph spiders build graphs (``scrapy detect``'s does not)
+            self.folder = GraphFolder(self.graphs_dir, self.name)
 
-    def on_profile(self, profile: SiteProfile, followed: bool = False) -> None:
-        self.profile = profile
-        self.followed = followed
+    def _scope(self, url: str) -> str:
+        return self.build.profile.scope if self.build.profile is not None else url
 
-    def on_warning(self, kind: str, url: str | None, message: str, label: str | None = None) -> None:
-        entry: dict[str, Any] = {"kind": kind, "url": url, "message": message}
-        if label:
-            entry["label"] = label
-        self.warnings.append(entry)
-
-    def on_truncated(self, reason: str, limit: int) -> None:
-        if self.truncated is None and self.builds_graph:
-            self.truncated = {"limit": limit, "reason": reason, "skipped": 0}
-            logger.warning("Build of %s truncated: %s reached (%s)", self.name, reason, limit)
-            self.on_warning("truncated", None, f"{reason} reached ({limit}); the graph is incomplete")
-
-    def process_item(self, item: Any) -> Any:
+    async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
-        assert self.staging is not None
-        if self.finished:  # finalised at the deadline; the build folder is closed
-            self.crawler.stats.inc_value("skillgraph/graph/after_deadline")
+        if self.folder is None:
+            return item
+        if self.finished:  # an item after the close (a pipeline still busy): the build folder is closed
+            self.crawler.stats.inc_value("skillgraph/graph/after_close")
             return item
         url = adapter["url"]
-        if url in self.files:
+        markdown: str = adapter["markdown"]
+        adapter["sha256"] = sha = adapter.get("sha256") or sha256_text(markdown)
+        meta = adapter.get("meta")
+        verdict = meta.get("admission") if isinstance(meta, dict) else None
+        verdict = verdict or self.build.admit(url, sha, corpus=adapter["tier"] == "corpus")
+        if verdict == "same-url" or url in self.files:
             self.crawler.stats.inc_value("skillgraph/graph/duplicate_url")
             return item
-        markdown: str = adapter["markdown"]
-        adapter["sha256"] = sha256_text(markdown)
-        if adapter["tier"] != "corpus" and adapter["sha256"] in self.hashes:
+        if verdict == "same-content":
             # The same page under a second URL (``/docs/`` and ``/docs/index.html``): one file.
             self.crawler.stats.inc_value("skillgraph/graph/duplicate_content")
-            self.aliases[url] = self.hashes[adapter["sha256"]]
-            logger.debug("%s has the same content as %s; not written twice", url, self.hashes[adapter["sha256"]])
+            logger.debug("%s has the same content as %s; not written twice", url, self.build.aliases.get(url))
             return item
-        self.hashes[adapter["sha256"]] = url
-        file_name = self._file_name(url)
-        (self.staging / file_name).write_text(markdown, encoding="utf-8")
+        if verdict != "new":
+            return item
+        file_name = self.folder.claim(url, self._scope(url))
         self.files[url] = file_name
-        self.pages.append({
-            "url": url,
-            "file": file_name,
-            "sha256": adapter["sha256"],
-            "fetched_at": adapter["fetched_at"],
-            "tier": adapter["tier"],
-            "quality": adapter.get("quality"),
-        })
+        self.titles[url] = str(adapter.get("title") or "")
+        self.pages.append({"url": url, "file": file_name, "sha256": sha, "fetched_at": adapter["fetched_at"],
+                           "tier": adapter["tier"], "quality": adapter.get("quality")})
+        await self.folder.write(file_name, markdown)
         self.crawler.stats.inc_value("skillgraph/graph/pages")
         return item
 
-    def previous_pages(self) -> dict[str, dict[str, Any]]:
-        """The live graph's page records by URL (empty when there is none)."""
-        if self._previous is None:
-            self._previous = {}
-            old = self.live_path / "sources.json"
-            if old.exists():
-                try:
-                    self._previous = {p["url"]: p for p in json.loads(old.read_text("utf-8"))["pages"]}
-                except (ValueError, KeyError, TypeError):
-                    logger.warning("Unreadable previous %s; nothing to compare with", old, exc_info=True)
-        return self._previous
-
-    def carry_over(self, url: str) -> None:
+    def carry_over(self, url: str, spend: bool = True) -> bool:
         """Copy an unchanged page (no new body) from the live graph into this build."""
-        previous = self.previous_pages().get(url)
-        if previous is None or self.staging is None or self.finished or url in self.files:
+        previous = self.build.previous.pages.get(url)
+        source = self.build.previous.file(url)
+        if previous is None or source is None or self.folder is None or self.finished or url in self.files:
             self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
-            return
-        source = self.live_path / previous["file"]
-        if not source.exists():
-            self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
-            return
-        file_name = self._file_name(url)
-        shutil.copyfile(source, self.staging / file_name)
+            return False
+        if self.build.admit(url, str(previous.get("sha256", "")), corpus="#" in url, spend=spend) != "new":
+            return False
+        file_name = self.folder.claim(url, self._scope(url))
+        self.folder.copy(source, file_name)
         self.files[url] = file_name
         self.pages.append({**previous, "file": file_name})
         self.crawler.stats.inc_value("skillgraph/graph/carried_over")
         self.crawler.stats.inc_value("skillgraph/graph/pages")
-
-    def _file_name(self, url: str) -> str:
-        """A free file name for ``url``'s page, claimed for this build."""
-        scope = self.profile.scope if self.profile else url
-        stem = file_stem_for(url, scope)[:120]
-        name, n = f"{stem}.md", 1
-        while name in self.taken:
-            n += 1
-            name = f"{stem}-{n}.md"
-        self.taken.add(name)
-        return name
+        return True
 
     # finishing --------------------------------------------------------------
 
-    def on_deadline(self, reason: str) -> None:
-        """Finalise now: the process is about to be stopped without a spider_closed."""
-        self.spider_closed(reason)
+    async def spider_closed(self, reason: str) -> None:
+        outcome = self._finish(reason)
+        if outcome is not None:
+            signal = build_committed if outcome == "committed" else build_failed
+            await self.crawler.signals.send_catch_log_async(signal, build=self.build)
 
-    def spider_closed(self, reason: str) -> None:
-        if self.staging is None or self.finished:
-            return
+    def _finish(self, reason: str) -> str | None:
+        """Commit or fail the build once; returns the outcome (None when nothing is recorded)."""
+        if self.folder is None or self.finished:
+            return None
         self.finished = True
+        build = self.build
+        if reason in TRUNCATING_REASONS and build.truncated is None and (build.unreached() or reason == "shutdown"):
+            build.truncated = {"limit": None, "reason": TRUNCATING_REASONS[reason], "skipped": 0}
         if self.pages and reason in SUCCESS_REASONS:
-            self._commit()
-        elif self.followed and not self.pages and reason in SUCCESS_REASONS:
-            self._empty_share()
-        else:
-            why = "no pages were written" if not self.pages else f"the crawl ended with {reason!r}"
+            if build.truncation() is not None:
+                self._carry_unreached()
+            elif build.previous.skipped:
+                self._keep_previous_skips()
+            why = self._shrink_guard()
+            if why is None:
+                self._commit()
+                return "committed"
             self._fail(why, reason)
+            return "failed"
+        if build.followed and not self.pages and reason in SUCCESS_REASONS:
+            # A distributed worker that followed another's detection and wrote no page: its share is
+            # empty, not failed (nothing committed or recorded beside the leader's good graph).
+            self.folder.discard()
+            self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
+            logger.info("Graph %s: this worker followed a shared crawl and wrote no page; nothing to commit "
+                        "or record (the workers that wrote pages build the graph)", self.name)
+            return None
+        why = "no pages were written" if not self.pages else f"the crawl ended with {reason!r}"
+        self._fail(why, reason)
+        return "failed"
+
+    def _carry_unreached(self) -> None:
+        """A truncated build keeps the live pages it did not reach (DESIGN.md): never counted as removed."""
+        carried = 0
+        for url in self.build.previous.pages:
+            entry = self.build.ledger.get(url)
+            if url not in self.files and (entry is None or entry.outcome is None):
+                carried += self.carry_over(url, spend=False)
+        if carried:
+            logger.info("Graph %s: %d live pages this truncated build did not reach are carried over",
+                        self.name, carried)
+
+    def _keep_previous_skips(self) -> None:
+        """Skips of the live graph whose URLs this build never met again (only carried pages link to them)."""
+        for entry in self.build.previous.skipped:
+            url = str(entry["url"])
+            if not self.build.knows(url):
+                self.build.skip(url, str(entry.get("reason") or "http"), entry.get("status"), entry.get("detail"))
+
+    def _shrink_guard(self) -> str | None:
+        """Why this build must not replace the live graph, or None."""
+        previous = self.build.previous.pages
+        if self.allow_shrink or not previous:
+            return None
+        current = {p["url"] for p in self.pages}
+        removed = sum(1 for url in previous if url not in current)
+        if removed * 2 > len(previous):
+            return (f"the build would remove {removed} of the live graph's {len(previous)} pages "
+                    "(set SKILLGRAPH_ALLOW_SHRINK=True to commit it anyway)")
+        real_before = any(p.get("tier") != "best-effort" for p in previous.values())
+        if real_before and all(p.get("tier") == "best-effort" for p in self.pages):
+            return ("the build has only best-effort pages and would replace a graph with real ones "
+                    "(set SKILLGRAPH_ALLOW_SHRINK=True to commit it anyway)")
+        return None
 
     def _sources(self) -> dict[str, Any]:
-        spider = self.crawler.spider
-        if self.truncated is not None:
-            known: set[str] = getattr(spider, "known_urls", set())
-            fetched: set[str] = getattr(spider, "fetched_urls", set())
-            # Never fetched, plus fetched but dropped at the page bound: not in the graph either way.
-            dropped = self.crawler.stats.get_value("skillgraph/page_budget/dropped", 0)
-            self.truncated["skipped"] = len(known - fetched) + dropped
+        build = self.build
         return {
             "name": self.name,
             "built_at": utc_now(),
             "scrape_profile": self._scrape_profile(),
             "pages": self.pages,
-            "truncated": self.truncated,
-            "warnings": self.warnings,
+            "skipped": [e.skipped_json() for e in build.skipped()],
+            "skipped_counts": build.skipped_counts(),
+            "truncated": build.truncation(),
+            "warnings": build.warnings,
             "changes": self._changes(),
         }
 
     def _scrape_profile(self) -> dict[str, Any] | None:
-        if self.profile is None:
+        if self.build.profile is None:
             return None
-        data = self.profile.to_json()
+        data = self.build.profile.to_json()
         data.pop("url", None)
         return data
 
     def _changes(self) -> dict[str, int]:
-        previous = {url: page["sha256"] for url, page in self.previous_pages().items()}
+        previous = {url: page["sha256"] for url, page in self.build.previous.pages.items()}
         current = {p["url"]: p["sha256"] for p in self.pages}
         new = sum(1 for u in current if u not in previous)
         changed = sum(1 for u, h in current.items() if u in previous and previous[u] != h)
         return {"new": new, "changed": changed, "unchanged": len(current) - new - changed,
                 "removed": sum(1 for u in previous if u not in current)}
 
-    def _link_pages(self) -> None:
-        """Point links between this build's pages at their files (see :mod:`skillgraph.graph_links`).
+    def _write_llms(self) -> None:
+        """The graph as an llms corpus: ``llms.txt`` (its table of contents) and ``llms-full.txt``."""
+        from skillgraph.graph_llms import write_graph_llms
 
-        Runs once every page is known, so a link to a page written later is
-        rewritten too.  A file that changes gets its ``sha256`` recomputed:
-        sources.json hashes the markdown as written.
-        """
-        assert self.staging is not None
-        if not self.local_links:
-            return
-        old_files = {page["file"]: url for url, page in self.previous_pages().items()}
-        links = LocalLinks(((p["url"], p["file"]) for p in self.pages), self.aliases, old_files)
-        total = 0
-        for page in self.pages:
-            path = self.staging / page["file"]
-            text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=page["url"]))
-            if count:
-                path.write_text(text, encoding="utf-8")
-                page["sha256"] = sha256_text(text)
-                total += count
-        self.crawler.stats.set_value("skillgraph/graph/local_links", total)
-        logger.info("Graph %s: %d links between its pages point at their files", self.name, total)
+        assert self.folder is not None
+        profile = self.build.profile
+        summary = f"Documentation of {profile.scope}, built by skillgraph from {profile.source}" if profile else None
+        pages = [{**p, "title": self.titles.get(p["url"], "")} for p in self.pages]
+        write_graph_llms(self.folder.staging, self.name, pages, summary)
 
     def _commit(self) -> None:
-        assert self.staging is not None
-        self._link_pages()
-        write_json_atomic(self.staging / "sources.json", self._sources())
-        link = self.live_path
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if link.exists() and not link.is_symlink():
-            # A plain directory (made by hand or by an older layout): keep it as a build.
-            os.replace(link, self.staging.parent / f"legacy-{int(time.time())}")
-        tmp_link = link.with_name(f".{link.name}.{os.getpid()}.link")
-        if tmp_link.is_symlink():
-            tmp_link.unlink()
-        tmp_link.symlink_to(os.path.relpath(self.staging, link.parent), target_is_directory=True)
-        os.replace(tmp_link, link)
-        failed = self.graphs_dir / f"{self.name}.failed.json"
-        if failed.exists():
-            failed.unlink()
-        self._prune()
+        assert self.folder is not None
+        order = {url: i for i, url in enumerate(self.build.ledger)}  # learned order: the site's order
+        self.pages.sort(key=lambda p: order.get(p["url"], len(order)))
+        if self.local_links:
+            old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
+            total = self.folder.link_pages(self.pages, self.build.aliases, old_files)
+            self.crawler.stats.set_value("skillgraph/graph/local_links", total)
+            logger.info("Graph %s: %d links between its pages point at their files", self.name, total)
+        self._write_llms()
+        self.folder.commit(self._sources())
+        self.build.outcome, self.build.graph_path = "committed", str(self.folder.live)
         self.crawler.stats.set_value("skillgraph/graph/committed", 1)
-        logger.info("Graph %s: %d pages in %s", self.name, len(self.pages), link)
-
-    def _prune(self) -> None:
-        assert self.staging is not None
-        builds = sorted(p for p in self.staging.parent.iterdir() if p.is_dir())
-        live = self.live_path.resolve()
-        for old in builds[:-KEEP_BUILDS]:
-            if old.resolve() != live:
-                shutil.rmtree(old, ignore_errors=True)
-
-    def _empty_share(self) -> None:
-        assert self.staging is not None
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
-        logger.info("Graph %s: this worker followed a shared crawl and wrote no page; nothing to commit or "
-                    "record (the workers that wrote pages build the graph)", self.name)
+        logger.info("Graph %s: %d pages in %s", self.name, len(self.pages), self.folder.live)
 
     def _fail(self, why: str, reason: str) -> None:
-        assert self.staging is not None
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self.graphs_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.graphs_dir / f"{self.name}.failed.json", {
+        assert self.folder is not None
+        build = self.build
+        self.folder.discard({
             "name": self.name,
             "failed_at": utc_now(),
             "reason": why,
             "finish_reason": reason,
             "pages": len(self.pages),
-            "kept_previous": self.live_path.exists(),
+            "kept_previous": self.folder.live.exists(),
             "scrape_profile": self._scrape_profile(),
-            "warnings": self.warnings,
+            "skipped": [e.skipped_json() for e in build.skipped()],
+            "skipped_counts": build.skipped_counts(),
+            "warnings": build.warnings,
         })
+        build.outcome, build.failure = "failed", why
         self.crawler.stats.set_value("skillgraph/graph/failed", why)
         logger.error("Build of graph %s failed (%s); the previous graph is kept", self.name, why)

@@ -1,16 +1,16 @@
-"""PageBudgetPipeline: stop a web crawl at ``SKILLGRAPH_MAX_PAGES`` documents.
+"""PageBudgetPipeline: admit each document once, within ``SKILLGRAPH_MAX_PAGES``.
 
-``CLOSESPIDER_ITEMCOUNT`` counts items after the pipelines and lets in-flight
-responses overshoot; DESIGN.md wants the bound to count documents *written*
-and to be exact, and to apply only to the ``sitemap`` and ``crawl``
-strategies (an llms corpus is one fetch). So the budget is a pipeline placed
-just before the writers: the N+1th document is dropped, the spider closed
-with reason ``max_pages``, and ``build_truncated`` sent. A site with exactly
-N pages therefore finishes normally instead of being called truncated.
+"Will this document be written?" has one answer, the Build's admission rule
+(:meth:`skillgraph.build.Build.admit`): a new page, the same URL again, the
+same markdown under another URL (``/docs/`` and ``/docs/index.html``: one
+file), or over the page bound. It is asked here, before the disk and Redis
+writers, so a document the graph will not hold is neither stored nor queued
+twice, and the verdict travels in ``item.meta["admission"]`` to the graph
+writer, which never decides again.
 
-A document the graph writer will not write does not spend the budget: the
-same URL a second time, or the same markdown under a second URL (``/docs/``
-and ``/docs/index.html``), which the writer keeps once.
+The bound itself is enforced before fetching (``PageBudgetMiddleware``), so a
+document over budget here is rare (a page let through after its wait ran out of
+patience): it is dropped, and the crawl closed with reason ``max_pages``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
+from skillgraph.build import Build
 from skillgraph.items import sha256_text
 from skillgraph.signals import build_truncated
 
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-BOUNDED_STRATEGIES = ("sitemap", "crawl")
 
 
 class PageBudgetExhausted(DropItem):
@@ -46,13 +45,9 @@ class PageBudgetExhausted(DropItem):
 
 class PageBudgetPipeline:
     def __init__(self, crawler: Crawler) -> None:
-        self.limit = crawler.settings.getint("SKILLGRAPH_MAX_PAGES", 400)
-        if self.limit <= 0:
-            raise NotConfigured("SKILLGRAPH_MAX_PAGES is 0: no page bound")
         self.crawler = crawler
-        self.count = 0
+        self.build = Build.of(crawler)
         self.closing = False
-        self.counted: set[str] = set()  # URLs and markdown hashes of the documents counted
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageBudgetPipeline:
@@ -60,25 +55,27 @@ class PageBudgetPipeline:
 
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
-        if adapter.get("strategy") not in BOUNDED_STRATEGIES:
+        if "markdown" not in adapter.field_names():
             return item
-        url, sha = str(adapter.get("url")), sha256_text(adapter.get("markdown") or "")
-        if url in self.counted or sha in self.counted:
+        sha = adapter.get("sha256") or sha256_text(adapter.get("markdown") or "")
+        adapter["sha256"] = sha
+        verdict = self.build.admit(str(adapter["url"]), sha, corpus=adapter.get("tier") == "corpus")
+        meta = adapter.get("meta")
+        if isinstance(meta, dict):
+            meta["admission"] = verdict
+        if verdict in ("same-url", "same-content"):
             self.crawler.stats.inc_value("skillgraph/page_budget/not_counted_duplicate")
-            return item  # the graph writer keeps the first one only
-        if self.count >= self.limit:
+        elif verdict == "over-budget":
             self.crawler.stats.inc_value("skillgraph/page_budget/dropped")
             await self._close()
-            raise PageBudgetExhausted(f"max_pages ({self.limit}) reached")
-        self.count += 1
-        self.counted.update((url, sha))
+            raise PageBudgetExhausted(f"max_pages ({self.build.max_pages}) reached")
         return item
 
     async def _close(self) -> None:
         if self.closing:
             return
         self.closing = True
-        await self.crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=self.limit)
+        limit = self.build.max_pages
+        await self.crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=limit)
         assert self.crawler.engine is not None
-        # Not awaited: closing waits for the items in progress, this one included.
         deferred_from_coro(self.crawler.engine.close_spider_async(reason="max_pages"))

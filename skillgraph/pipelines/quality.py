@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
+from skillgraph.build import Build
 from skillgraph.quality import DEFAULT_THRESHOLD, Assessment, assess
-from skillgraph.signals import build_warning
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -66,7 +65,6 @@ class QualityGatePipeline:
         self.crawler = crawler
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self.warned: set[tuple[str, str]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> QualityGatePipeline:
@@ -121,12 +119,8 @@ class QualityGatePipeline:
         return item
 
     def _warn(self, kind: str, url: str, message: str, label: str | None = None) -> None:
-        host = urlsplit(url).netloc
-        level = logging.DEBUG if (kind, host) in self.warned else logging.WARNING
-        self.warned.add((kind, host))
         self.stats.inc_value(f"{STAT}/warnings/{kind}")
-        logger.log(level, "Quality gate: %s %s: %s (further %s pages of %s at DEBUG)", kind, url, message, kind, host)
-        self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
+        Build.of(self.crawler).warn(kind, url, f"quality gate: {message}", label)
 
 
 def _why(assessment: Assessment) -> str:

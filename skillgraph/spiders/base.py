@@ -18,15 +18,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
 
+from skillgraph.build import Build
 from skillgraph.distributed.detection import SharedDetection
 from skillgraph.items import DocumentItem
 from skillgraph.llms import coalesce, looks_like_html, markdown_twin, split_sections
 from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
 from skillgraph.tiers import TierLadder
-from skillgraph.urls import in_scope, page_key
+from skillgraph.urls import in_scope, page_key, scope_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,6 +62,8 @@ class SkillgraphSpider(Spider):
     max_sections: int
     file_bytes: int
     include_optional: bool
+    depth_limit: int
+    build: Build
 
     def __init__(
         self,
@@ -74,8 +79,6 @@ class SkillgraphSpider(Spider):
         self.site_scope = rebase(declared_scope, base_url) if declared_scope else None
         self.graph_name = graph or self.name
         self.profile: SiteProfile | None = None
-        self.known_urls: set[str] = set()  # page URLs the build knows of
-        self.fetched_urls: set[str] = set()  # page URLs fetched (any outcome)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SkillgraphSpider:
@@ -84,6 +87,8 @@ class SkillgraphSpider(Spider):
         spider.max_sections = crawler.settings.getint("SKILLGRAPH_LLMS_MAX_SECTIONS", 400)
         spider.file_bytes = crawler.settings.getint("SKILLGRAPH_LLMS_FILE_BYTES", 49152)
         spider.include_optional = crawler.settings.getbool("SKILLGRAPH_LLMS_INCLUDE_OPTIONAL", True)
+        spider.depth_limit = crawler.settings.getint("DEPTH_LIMIT", 0)
+        spider.build = Build.of(crawler)
         return spider
 
     @property
@@ -113,18 +118,69 @@ class SkillgraphSpider(Spider):
         """Take the detecting worker's :meth:`shared_state` (this worker follows its profile)."""
 
     def strategy_output(self, profile: SiteProfile) -> Iterator[Any]:
-        """The first requests (or, for a corpus, the items) of the chosen strategy."""
+        """The first requests (or, for a corpus, the items) of the chosen strategy.
+
+        Off-site llms.txt links and out-of-scope sitemap URLs are accounted for
+        first. A crawl also starts from what a truncated previous build left
+        unreached, so the next run of the same command finishes it.
+        """
+        for url in profile.offsite:
+            self.build.learn(url, "index")
+            self.build.skip(url, "off-site")
+        if profile.sitemap_skipped:
+            self.build.count_out_of_scope(profile.sitemap_skipped)
         if profile.strategy == "llms-full":
             yield from self.corpus_items(profile)
         elif profile.strategy == "llms-index":
             yield from self.index_requests(profile)
         elif profile.strategy == "sitemap":
-            self.known_urls.update(page_key(u) for u in profile.page_urls)
             for url in profile.page_urls:
-                yield Request(url, callback=self.parse_page)
+                if self.in_site(url) and self.build.learn(url, "sitemap"):
+                    yield self.page_request(url)
         else:
-            self.known_urls.add(page_key(profile.url))
-            yield Request(profile.url, callback=self.parse_page, cb_kwargs={"follow": True})
+            if self.build.learn(profile.url, "start"):
+                yield self.page_request(profile.url, follow=True)
+            for url in self.build.previous.unreached:
+                if in_scope(url, profile.scope) and self.in_site(url) and self.build.learn(url, "previous"):
+                    yield self.page_request(url, follow=True)
+
+    def in_site(self, url: str) -> bool:
+        """Beyond the scope, may this page be part of the graph? (SectionsSpider narrows it.)"""
+        return True
+
+    def page_request(self, url: str, follow: bool = False, depth: int | None = None, **kwargs: Any) -> Request:
+        """A page request; its failures reach :meth:`page_failed`, so every URL ends accounted for."""
+        request = Request(url, callback=self.parse_page, errback=self.page_failed, **kwargs)
+        if follow:
+            request.cb_kwargs["follow"] = True
+        if depth is not None:
+            request.meta["depth"] = depth
+        return request
+
+    def page_failed(self, failure: Any) -> None:
+        """Record why a page request produced no response (DESIGN.md's ``skipped`` reasons)."""
+        from skillgraph.middlewares.budget import BudgetReached
+        from skillgraph.middlewares.recency import PageUnchanged
+
+        request = failure.request
+        link = str(request.meta.get("skillgraph_link") or request.url)
+        if failure.check(PageUnchanged, BudgetReached):
+            return  # carried over from the live graph / left unreached by the page bound
+        if failure.check(HttpError):
+            self.build.skip(link, "http", status=failure.value.response.status)
+        elif failure.check(IgnoreRequest):
+            message = str(failure.value)
+            if "robots.txt" in message:
+                reason = "robots"
+            elif message.startswith("SSRF guard"):
+                reason = "ssrf"
+            elif message.startswith("blocked"):
+                reason = "blocked"
+            else:
+                reason = "network"
+            self.build.skip(link, reason, detail=message[:200])
+        else:
+            self.build.skip(link, "network", detail=f"{type(failure.value).__name__}: {failure.value}"[:200])
 
     # llms-full -------------------------------------------------------------
 
@@ -134,9 +190,8 @@ class SkillgraphSpider(Spider):
         fetched_at = utc_now()
         base = profile.source.split("#", 1)[0]
         for section in sections:
-            url = f"{base}#{section.slug}"
-            self.known_urls.add(url)
-            self.fetched_urls.add(url)
+            own_url = getattr(section, "url", None)  # the section's front matter names its page
+            url = urljoin(base, own_url) if own_url else f"{base}#{section.slug}"
             yield self.document(url, section.title, section.text, "corpus", fetched_at)
 
     # llms-index ------------------------------------------------------------
@@ -146,14 +201,15 @@ class SkillgraphSpider(Spider):
         for link in profile.index.links:
             if link.optional and not self.include_optional:
                 continue
-            self.known_urls.add(page_key(link.url))
+            if not self.build.learn(link.url, "index"):
+                continue
             twin = markdown_twin(link.url)
             meta = {"skillgraph_link": link.url, "skillgraph_title": link.name}
             if twin:
                 yield Request(twin, callback=self.parse_twin, errback=self.twin_failed,
                               meta={**meta, "handle_httpstatus_all": True})
             else:
-                yield Request(link.url, callback=self.parse_page, meta=meta)
+                yield self.page_request(link.url, meta=meta)
 
     def parse_twin(self, response: Response) -> Iterator[Any]:
         """Use the ``.md`` twin when it is real markdown; otherwise fetch the page itself."""
@@ -164,9 +220,10 @@ class SkillgraphSpider(Spider):
         yield self._original(response.request)
 
     def twin_failed(self, failure: Any) -> Iterator[Request]:
+        from skillgraph.middlewares.budget import BudgetReached
         from skillgraph.middlewares.recency import PageUnchanged
 
-        if failure.check(PageUnchanged):  # recent or 304: carried over, no fallback fetch (issue 5)
+        if failure.check(PageUnchanged, BudgetReached):  # carried over (issue 5), or past the page bound
             return
         self.crawler.stats.inc_value("skillgraph/llms/twin_error")
         yield self._original(failure.request)
@@ -174,7 +231,7 @@ class SkillgraphSpider(Spider):
     def _original(self, request: Request | None) -> Request:
         assert request is not None
         meta = {k: v for k, v in request.meta.items() if k.startswith("skillgraph_")}
-        return Request(request.meta["skillgraph_link"], callback=self.parse_page, meta=meta)
+        return self.page_request(request.meta["skillgraph_link"], meta=meta)
 
     # pages ------------------------------------------------------------------
 
@@ -189,7 +246,6 @@ class SkillgraphSpider(Spider):
 
     def parse_page(self, response: Response, follow: bool = False) -> Iterator[Any]:
         link = response.meta.get("skillgraph_link", response.url)
-        self.fetched_urls.add(page_key(link))
         ok = 200 <= response.status < 300  # 403/429/503 reach here to be examined as block pages
         if follow and ok and isinstance(response, HtmlResponse):
             yield from self.follow_links(response)
@@ -200,6 +256,10 @@ class SkillgraphSpider(Spider):
             return
         if not isinstance(response, HtmlResponse):
             self.crawler.stats.inc_value("skillgraph/page/skipped_not_document")
+            ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+            status = response.status if not ok else None
+            reason = "http" if status else "low-quality"
+            self.build.skip(link, reason, status=status, detail=f"not a document ({ctype or 'no Content-Type'})")
             return
         yield from self.html_document(response, link)
 
@@ -220,25 +280,32 @@ class SkillgraphSpider(Spider):
         and filtered by a string prefix; the dupefilter still canonicalises
         the few that are new.
         """
-        assert self.profile is not None
-        scope = self.profile.scope
+        # A resumed JOBDIR job may answer queued requests before the profile is known again.
+        scope = self.profile.scope if self.profile is not None else (self.site_scope or scope_of(self.site_url))
         base = get_base_url(response)
+        build = self.build
+        depth = int(response.meta.get("depth", 0)) + 1
         out_of_scope = 0
         for href in response.selector.root.xpath("//a/@href"):
             href = str(href).strip()
             if not href or href.startswith(("#", "mailto:", "javascript:", "tel:", "data:")):
                 continue
             url = page_key(urljoin(base, href))
-            if url in self.known_urls:
-                continue
             if not url.startswith(scope) and not in_scope(url, scope):
-                out_of_scope += 1
+                out_of_scope += build.outside(url)
                 continue
             last = urlsplit(url).path.rsplit("/", 1)[-1]
             if "." in last and last.rsplit(".", 1)[1].lower() in _NOT_PAGES:
                 continue
-            self.known_urls.add(url)
-            yield Request(url, callback=self.parse_page, cb_kwargs={"follow": True})
+            if not self.in_site(url):
+                out_of_scope += build.outside(url)
+                continue
+            if not build.learn(url, "link", depth):
+                continue
+            if self.depth_limit and depth > self.depth_limit:
+                build.skip(url, "depth", detail=f"{depth} links from the start page (DEPTH_LIMIT={self.depth_limit})")
+                continue
+            yield self.page_request(url, follow=True)
         if out_of_scope:
             self.crawler.stats.inc_value("skillgraph/crawl/out_of_scope", out_of_scope)
 

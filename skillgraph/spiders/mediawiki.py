@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.http import Response
+from scrapy.spidermiddlewares.httperror import HttpError
 from w3lib.html import remove_tags, replace_entities
 
 from skillgraph.extract import extract_html
@@ -49,9 +50,9 @@ from skillgraph.mediawiki import (
 )
 from skillgraph.middlewares.recency import PageUnchanged
 from skillgraph.profiler import Probe, SiteProfile, SiteProfiler, utc_now
-from skillgraph.signals import build_warning, profile_detected
+from skillgraph.signals import profile_detected
 from skillgraph.spiders.base import SkillgraphSpider, rebase
-from skillgraph.urls import page_key, root_of, scope_of
+from skillgraph.urls import root_of, scope_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -150,11 +151,9 @@ class MediaWikiSpider(SkillgraphSpider):
         self.crawler.stats.inc_value("skillgraph/mediawiki/titles", len(titles))
         for title in titles:
             url = article_url(self.wiki.article_base, title, self.wiki.first_letter)
-            key = page_key(url)
-            if key in self.known_urls:
+            if not self.build.learn(url, "index"):
                 self.crawler.stats.inc_value("skillgraph/mediawiki/duplicate_title")
                 continue
-            self.known_urls.add(key)
             # skillgraph_link: recency dedup and carry-over know the page by its article URL.
             yield Request(api_url(self.api_endpoint, {**PARSE, "page": title}), callback=self.parse_article,
                           errback=self.article_failed, cb_kwargs={"title": title, "url": url},
@@ -167,7 +166,6 @@ class MediaWikiSpider(SkillgraphSpider):
             logger.info("MediaWiki %s: %d content titles", self.api_endpoint, self.listed)
 
     def parse_article(self, response: Response, title: str, url: str) -> Iterator[Any]:
-        self.fetched_urls.add(page_key(url))
         try:
             page = parsed_page(json.loads(response.body))
         except ValueError as exc:
@@ -181,7 +179,9 @@ class MediaWikiSpider(SkillgraphSpider):
         if failure.check(PageUnchanged):  # recent or 304: carried over from the live graph
             return
         url = failure.request.cb_kwargs.get("url", failure.request.url)
-        self.fetched_urls.add(page_key(url))
+        status = failure.value.response.status if failure.check(HttpError) else None
+        self.build.skip(url, "http" if status else "network", status=status,
+                        detail=f"{type(failure.value).__name__}: {failure.value}"[:200])
         self._api_failed(url, f"{type(failure.value).__name__}: {failure.value}"[:300], failure.value)
 
     def _api_failed(self, url: str, why: str, exc: BaseException) -> None:
@@ -190,7 +190,7 @@ class MediaWikiSpider(SkillgraphSpider):
         self._warn(url, why, exc.code if isinstance(exc, ApiError) else type(exc).__name__)
 
     def _warn(self, url: str, message: str, label: str) -> None:
-        self.crawler.signals.send_catch_log(build_warning, kind="mediawiki", url=url, message=message, label=label)
+        self.build.warn("mediawiki", url, message, label)
 
     @staticmethod
     def wrap(title: str, html: str) -> str:

@@ -13,12 +13,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from scrapy import Request
-from scrapy.http import HtmlResponse
-
 from skillgraph.profiler import SiteProfile
 from skillgraph.spiders.base import SkillgraphSpider
-from skillgraph.urls import page_key
 
 
 class SectionsSpider(SkillgraphSpider):
@@ -37,13 +33,11 @@ class SectionsSpider(SkillgraphSpider):
             profile.page_urls = kept
         yield from super().strategy_output(profile)
 
-    def follow_links(self, response: HtmlResponse) -> Iterator[Request]:
-        for request in super().follow_links(response):
-            if self.in_sections(request.url):
-                yield request
-            else:
-                self.known_urls.discard(page_key(request.url))
-                self._skipped(1)
+    def in_site(self, url: str) -> bool:
+        if self.in_sections(url):
+            return True
+        self._skipped(1)
+        return False
 
     def _skipped(self, count: int) -> None:
         if count:

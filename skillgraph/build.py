@@ -1,0 +1,330 @@
+"""Build: the one owner of a crawl's build state (one per crawler, ``Build.of(crawler)``).
+
+A graph build must account for every URL it learns of (DESIGN.md, "Every URL
+accounted for"), decide once whether a document will be written, and say
+honestly how it ended. Spread over spider attributes, stats and two readers
+of the previous ``sources.json``, those answers disagreed; so they live here:
+
+* the **profile** (set by ``profile_detected``);
+* the **ledger**: every page URL learned (from where, at which depth) and its
+  outcome: a page, a ``skipped`` entry with a reason, or still unreached;
+* the **admission rule** (:meth:`admit`): new, the same URL again, or the same
+  content under another URL — carried-over pages included — used by the page
+  budget and the graph writer alike;
+* the **page budget** of bounded strategies, counted on admissions plus pages in
+  flight, so no page is fetched past the bound (:meth:`wait_for_budget`);
+* **warnings** (``build_warning``), **truncation** and the **outcome**
+  (``build_committed`` / ``build_failed`` once the graph writer decides);
+* the **previous build** (:class:`skillgraph.previous.PreviousBuild`).
+
+Components talk to the Build, never to each other's stats or spider attributes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+from scrapy.utils.job import job_dir
+
+from skillgraph.previous import PreviousBuild
+from skillgraph.signals import build_truncated, build_warning, page_not_modified, profile_detected
+from skillgraph.urls import page_key
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from skillgraph.profiler import SiteProfile
+
+logger = logging.getLogger(__name__)
+
+#: ``skipped`` reasons (DESIGN.md); ``out-of-scope`` links are only counted.
+SKIP_REASONS = ("http", "network", "robots", "ssrf", "off-site", "depth", "duplicate", "blocked", "low-quality")
+BOUNDED_STRATEGIES = ("sitemap", "crawl")
+#: Warning kinds that mean the page was not written, and the ``skipped`` reason they give.
+_WARNING_SKIPS = {"blocked": "blocked", "low-quality": "low-quality", "no-content": "low-quality"}
+
+
+@dataclass
+class Entry:
+    """One URL of the ledger."""
+
+    url: str
+    via: str  # start, sitemap, index, link, previous
+    depth: int = 0
+    outcome: str | None = None  # "page", "skipped", or None while unreached
+    reason: str | None = None
+    status: int | None = None
+    detail: str | None = None
+
+    def skipped_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"url": self.url, "reason": self.reason, "status": self.status}
+        if self.detail:
+            entry["detail"] = self.detail
+        return entry
+
+
+class Build:
+    """One crawl's build; create with :meth:`of`."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        settings = crawler.settings
+        self.max_pages = max(settings.getint("SKILLGRAPH_MAX_PAGES", 400), 0)
+        self.resumable = bool(job_dir(settings))  # JOBDIR: the scheduler and dupefilter outlive the run
+        self.profile: SiteProfile | None = None
+        self.followed = False  # the profile is another distributed worker's
+        self.expanded = False  # the live graph's pages were revisited (skillgraph.middlewares.recency.expand)
+        self.ledger: dict[str, Entry] = {}
+        self.out_of_scope = 0  # counted only (sitemap URLs outside the scope)
+        self._outside: set[str] = set()  # links outside the scope, each counted once
+        self.warnings: list[dict[str, Any]] = []
+        self.truncated: dict[str, Any] | None = None
+        self.interrupted: int | None = None  # the signal number that stopped the crawl
+        self.deadline: float | None = None  # monotonic time no download may outlive (CrawlTimeout)
+        self.outcome: str | None = None  # "committed" | "failed"
+        self.failure: str | None = None
+        self.graph_path: str | None = None
+        # admission: URL -> sha256 and sha256 -> first URL, of the documents admitted
+        self.admitted: dict[str, str] = {}
+        self.by_hash: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}  # URL not written -> the URL written with the same content
+        self.in_flight: set[str] = set()
+        self._warned: dict[str, set[str]] = {}  # warning kind -> hosts already logged at WARNING
+        self._budget_changed: asyncio.Event | None = None
+        self._previous: PreviousBuild | None = None
+        crawler.signals.connect(self._on_profile, signal=profile_detected)
+        crawler.signals.connect(self._on_warning, signal=build_warning)
+        crawler.signals.connect(self._on_truncated, signal=build_truncated)
+        crawler.signals.connect(self._on_request_dropped, signal=signals.request_dropped)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> Build:
+        build = _BUILDS.get(crawler)
+        if build is None:
+            build = _BUILDS[crawler] = cls(crawler)
+        return build
+
+    # identity -------------------------------------------------------------------
+
+    @property
+    def name(self) -> str | None:
+        """The graph's name, or None for a crawl that builds no graph (``scrapy detect``)."""
+        spider = self.crawler.spider
+        return getattr(spider, "graph_name", None) if spider is not None else None
+
+    @property
+    def previous(self) -> PreviousBuild:
+        """The live graph this build replaces (read once)."""
+        if self._previous is None:
+            self._previous = PreviousBuild.load(self.crawler, self.name)
+        return self._previous
+
+    @property
+    def bounded(self) -> bool:
+        return self.max_pages > 0 and self.profile is not None and self.profile.strategy in BOUNDED_STRATEGIES
+
+    def _on_profile(self, profile: SiteProfile, followed: bool = False) -> None:
+        self.profile = profile
+        self.followed = followed
+
+    # the ledger ------------------------------------------------------------------
+
+    def learn(self, url: str, via: str, depth: int = 0) -> bool:
+        """Record a page URL the build learned of; True when it is new and must be requested.
+
+        A URL skipped for depth is learned again when a shallower link names it.
+        """
+        key = page_key(url)
+        entry = self.ledger.get(key)
+        if entry is not None:
+            if entry.reason == "depth" and depth < (entry.depth or 0):
+                entry.outcome = entry.reason = entry.detail = None
+                entry.depth = depth
+                return True
+            return False
+        self.ledger[key] = Entry(key, via, depth)
+        return True
+
+    def knows(self, url: str) -> bool:
+        return page_key(url) in self.ledger
+
+    def skip(self, url: str, reason: str, status: int | None = None, detail: str | None = None) -> None:
+        """The page of ``url`` will not be in the graph, for ``reason`` (DESIGN.md's list)."""
+        key = page_key(url)
+        entry = self.ledger.setdefault(key, Entry(key, "link"))
+        if entry.outcome is not None:
+            return  # the first outcome stands: a later tier or error does not undo it
+        entry.outcome, entry.reason, entry.status, entry.detail = "skipped", reason, status, detail
+        self.crawler.stats.inc_value(f"skillgraph/build/skipped/{reason}")
+        self._settle(key)
+
+    def count_out_of_scope(self, n: int = 1) -> None:
+        self.out_of_scope += n
+        self.crawler.stats.inc_value("skillgraph/build/skipped/out-of-scope", n)
+
+    def outside(self, url: str) -> int:
+        """Note a link outside the scope; 1 the first time it is seen, else 0."""
+        if url in self._outside:
+            return 0
+        self._outside.add(url)
+        self.crawler.stats.inc_value("skillgraph/build/skipped/out-of-scope")
+        return 1
+
+    def unreached(self) -> list[str]:
+        """URLs learned but neither written nor skipped, in the order they were learned."""
+        return [e.url for e in self.ledger.values() if e.outcome is None]
+
+    def skipped(self) -> list[Entry]:
+        return [e for e in self.ledger.values() if e.outcome == "skipped"]
+
+    def skipped_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry in self.skipped():
+            counts[str(entry.reason)] = counts.get(str(entry.reason), 0) + 1
+        if self.out_of_scope or self._outside:
+            counts["out-of-scope"] = self.out_of_scope + len(self._outside)
+        return counts
+
+    # admission -------------------------------------------------------------------
+
+    def admit(self, url: str, sha256: str, corpus: bool = False, spend: bool = True) -> str:
+        """Will the document of ``url`` with ``sha256`` be written?
+
+        ``"new"`` (admitted now), ``"same-url"`` (already admitted), ``"same-content"``
+        (the same markdown under an admitted URL: one file; llms-full sections are
+        exempt, a corpus may repeat itself), or ``"over-budget"`` (a bounded build is
+        full). ``spend`` False admits without counting against the budget.
+        """
+        key = page_key(url) if not corpus else url
+        if key in self.admitted:
+            return "same-url"
+        if not corpus and sha256 in self.by_hash:
+            self.aliases[key] = self.by_hash[sha256]
+            self.skip(key, "duplicate", detail=f"same content as {self.by_hash[sha256]}")
+            return "same-content"
+        if spend and self.bounded and self.spent >= self.max_pages:
+            self._settle(key)
+            return "over-budget"
+        self.admitted[key] = sha256
+        self.by_hash.setdefault(sha256, key)
+        entry = self.ledger.setdefault(key, Entry(key, "link"))
+        entry.outcome, entry.reason, entry.status, entry.detail = "page", None, None, None
+        self._settle(key)
+        return "new"
+
+    @property
+    def spent(self) -> int:
+        return len(self.admitted)
+
+    # the page budget -------------------------------------------------------------
+
+    def _settle(self, key: str) -> None:
+        if key in self.in_flight:
+            self.in_flight.discard(key)
+            if self._budget_changed is not None:
+                self._budget_changed.set()
+
+    def budget_full(self) -> bool:
+        return self.bounded and self.spent >= self.max_pages
+
+    async def wait_for_budget(self, url: str, patience: float) -> bool:
+        """Hold a page request until the budget has room for it; False when the bound is reached.
+
+        Room is the bound less the pages admitted and the pages in flight (a page in
+        flight may still fail and leave its place to another). ``patience`` bounds
+        each wait for an in-flight page to settle, so a page whose outcome never
+        arrives cannot stall the crawl.
+        """
+        key = page_key(url)
+        if not self.bounded or key in self.in_flight:
+            return True
+        while self.spent + len(self.in_flight) >= self.max_pages:
+            if self.spent >= self.max_pages:
+                return False
+            if self._budget_changed is None:
+                self._budget_changed = asyncio.Event()
+            self._budget_changed.clear()
+            try:
+                await asyncio.wait_for(self._budget_changed.wait(), patience)
+            except TimeoutError:
+                logger.debug("Pages in flight did not settle in %.0fs; letting %s through", patience, url)
+                break
+        self.in_flight.add(key)
+        return True
+
+    def settle_without_document(self, url: str, reason: str = "low-quality", detail: str | None = None) -> None:
+        """A fetched page's callback ended without a document or a next tier: say why, free its place."""
+        key = page_key(url)
+        entry = self.ledger.get(key)
+        if entry is None or entry.outcome is None:
+            self.skip(key, reason, detail=detail)
+        self._settle(key)
+
+    # warnings, truncation, outcome -----------------------------------------------
+
+    def _on_warning(self, kind: str, url: str | None, message: str, label: str | None = None) -> None:
+        entry: dict[str, Any] = {"kind": kind, "url": url, "message": message}
+        if label:
+            entry["label"] = label
+        self.warnings.append(entry)
+        self.crawler.stats.inc_value(f"skillgraph/build/warnings/{kind}")
+        if url and kind in _WARNING_SKIPS:
+            self.skip(url, _WARNING_SKIPS[kind], detail=label or message[:200])
+
+    def warn(self, kind: str, url: str | None, message: str, label: str | None = None) -> None:
+        """Log a warning once per kind and host (DEBUG after), count it, and list it in ``sources.json``."""
+        host = urlsplit(url).netloc if url else ""
+        seen = self._warned.setdefault(kind, set())
+        level = logging.DEBUG if host in seen else logging.WARNING
+        seen.add(host)
+        logger.log(level, "%s%s: %s", f"{url}: " if url else "", kind, message)
+        self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
+
+    def _on_truncated(self, reason: str, limit: int) -> None:
+        if self.truncated is None:
+            self.truncated = {"limit": limit, "reason": reason, "skipped": 0}
+            logger.warning("Build of %s truncated: %s reached (%s)", self.name, reason, limit)
+            self._on_warning("truncated", None, f"{reason} reached ({limit}); the graph is incomplete")
+
+    def _on_request_dropped(self, request: Any) -> None:
+        """The scheduler's dupefilter refused a page request.
+
+        A page of the live graph was fetched before (a resumed JOBDIR job
+        remembers it): it is carried over. Otherwise, without JOBDIR, the URL is
+        another URL's request under a second spelling: a duplicate. A resumed job
+        may still hold the request in its queue, so it is left open there.
+        """
+        if request.meta.get("skillgraph_probe") or request.meta.get("skillgraph_tier"):
+            return
+        key = page_key(str(request.meta.get("skillgraph_link") or request.url))
+        entry = self.ledger.get(key)
+        if entry is None or entry.outcome is not None:
+            return
+        if key in self.previous.pages:
+            self.crawler.signals.send_catch_log(page_not_modified, url=key)
+        elif not self.resumable:
+            self.skip(key, "duplicate", detail="the same request as another URL (dupefilter)")
+
+    def interrupt(self, signum: int) -> None:
+        """SIGINT/SIGTERM: the crawl stops cleanly and commits what it has as ``interrupted``."""
+        if self.interrupted is None:
+            self.interrupted = signum
+
+    def truncation(self) -> dict[str, Any] | None:
+        """``sources.json`` ``truncated``: the bound that stopped the build and what it left unreached."""
+        truncated = self.truncated
+        if truncated is None and self.interrupted is not None:
+            truncated = {"limit": None, "reason": "interrupted", "skipped": 0}
+        if truncated is None:
+            return None
+        unreached = self.unreached()
+        return {**truncated, "skipped": len(unreached), "unreached": unreached}
+
+
+_BUILDS: WeakKeyDictionary[Crawler, Build] = WeakKeyDictionary()

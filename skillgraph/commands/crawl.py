@@ -1,0 +1,138 @@
+"""``scrapy crawl SPIDER``: Scrapy's own command, with honest exit codes (DESIGN.md).
+
+Scrapy's ``crawl`` exits 0 whatever became of the build. Here the exit status
+says it: 0 when the graph was committed (truncated or not), 1 when it was not
+(one line on stderr says why and what to do), 2 for a usage error (a missing or
+malformed spider argument, an invalid setting), 128 + the signal number when
+SIGINT or SIGTERM stopped the crawl (what was fetched is committed as
+``truncated: interrupted``; a second signal aborts without committing, as
+Scrapy does).
+
+The signal is noted by wrapping the handlers Scrapy installs once the reactor
+runs (plain ``signal.getsignal``/``signal.signal``), so the Build knows the crawl
+was interrupted; Scrapy's graceful stop then closes the spider with reason
+``shutdown``, which the graph writer commits as truncated.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+from scrapy.utils.asyncio import call_later
+
+from skillgraph.build import Build
+
+if TYPE_CHECKING:
+    import argparse
+    from types import FrameType
+
+    from scrapy.crawler import Crawler
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def check_start_url(url: str | None) -> str:
+    """A usable http(s) start URL, or a UsageError saying what is wrong."""
+    if not url:
+        raise UsageError("the docs spider needs a start URL: scrapy crawl docs -a url=https://docs.example.org/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"-a url={url} is not an http(s) URL (for example https://docs.example.org/guide/)")
+    return url
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one spider: scrapy crawl SPIDER (scrapy list shows them)")
+        assert self.crawler_process is not None
+        settings = self.crawler_process.settings
+        try:
+            from skillgraph.settings_check import SettingsError, check_settings
+        except ImportError:  # pragma: no cover - the module ships with the package
+            pass
+        else:
+            try:
+                check_settings(settings)
+            except SettingsError as exc:
+                raise UsageError(str(exc)) from exc
+        if args[0] == "docs":
+            check_start_url(opts.spargs.get("url"))
+        try:
+            crawler = self.crawler_process.create_crawler(args[0])
+        except KeyError as exc:
+            raise UsageError(f"no spider named {args[0]!r} (scrapy list shows them)") from exc
+        build = Build.of(crawler)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        _note_interrupts(build)
+        self.crawler_process.start()
+        self.exitcode = self.outcome_code(crawler, build)
+
+    def outcome_code(self, crawler: Crawler, build: Build) -> int:
+        if build.interrupted is not None:
+            if build.outcome != "committed":
+                _say(f"interrupted: the build of {build.name} was not committed ({build.failure or 'no pages yet'})")
+            return 128 + build.interrupted
+        if build.outcome == "committed":
+            return 0
+        if self.crawler_process is not None and self.crawler_process.bootstrap_failed and build.outcome is None:
+            _say(f"the crawl could not start: {_bootstrap_error(crawler)} (the log above has the details)")
+            return 1
+        _say(failure_sentence(build))
+        return 1
+
+
+def failure_sentence(build: Build) -> str:
+    """One line: why the build was not committed, and what to do."""
+    name = build.name or "?"
+    profile = build.profile
+    start = profile.url if profile is not None else None
+    entry = build.ledger.get(start.split("#", 1)[0]) if start else None
+    if entry is not None and entry.outcome == "skipped":
+        parts = urlsplit(entry.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if entry.reason == "ssrf":
+            return (f"{entry.url} was refused by the SSRF guard ({entry.detail}); if this host is yours, "
+                    f"allow it with -s SKILLGRAPH_SSRF_ALLOWLIST={parts.hostname}:{port}")
+        if entry.reason == "http":
+            return f"the start page {entry.url} answered HTTP {entry.status}: check the URL; graph {name} not built"
+        if entry.reason == "network":
+            return f"could not reach {parts.netloc} ({entry.detail}): check the URL and the network"
+        if entry.reason == "robots":
+            return f"robots.txt of {parts.netloc} forbids {entry.url}; nothing was fetched"
+    why = build.failure or "the crawl ended before the graph was written"
+    return f"graph {name} was not built: {why}; the previous graph (if any) is kept, see graphs/{name}.failed.json"
+
+
+def _bootstrap_error(crawler: Crawler) -> str:
+    spider = crawler.spider
+    return f"spider {getattr(spider, 'name', '?')} failed to open" if spider else "the spider could not be created"
+
+
+def _say(line: str) -> None:
+    print(f"skillgraph: {line}", file=sys.stderr, flush=True)
+
+
+def _note_interrupts(build: Build) -> None:
+    """Once Scrapy's shutdown handlers are in place, wrap them so the Build learns of the signal."""
+    from twisted.internet import reactor
+
+    def wrap() -> None:
+        for signum in INTERRUPTS:
+            previous = signal.getsignal(signum)
+            if not callable(previous):
+                continue
+
+            def handler(num: int, frame: FrameType | None, previous: Any = previous) -> None:
+                build.interrupt(num)
+                previous(num, frame)
+
+            signal.signal(signum, handler)
+
+    # callWhenRunning runs with the startup triggers; Scrapy installs its handlers in one of them.
+    reactor.callWhenRunning(call_later, 0, wrap)

@@ -1,0 +1,117 @@
+"""GraphFolder: a graph's files on disk — a staging build, swapped in atomically.
+
+Scrapy's feed exports write one file per crawl; a skill graph is a folder
+whose readers must never see it half-built. So each build is written to
+``graphs/.builds/<name>/<build-id>/`` and, once committed, ``graphs/<name>`` (a
+symlink) is switched to it with ``os.replace``: readers see the old graph or
+the new one, never a mix. A discarded build is removed and
+``graphs/<name>.failed.json`` says why, beside the untouched live graph.
+
+Page files are written on a worker thread (``asyncio.to_thread``): disk writes
+never stall the reactor. Names are claimed on the reactor thread first, so the
+order of pages and their file names stay deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from skillgraph.files import write_atomic, write_json_atomic
+from skillgraph.graph_links import LocalLinks, rewrite_links
+from skillgraph.items import sha256_text
+from skillgraph.urls import file_stem_for
+
+logger = logging.getLogger(__name__)
+
+KEEP_BUILDS = 2  # the live build and the one before it
+RESERVED = frozenset({"llms.md", "sources.md", "llms-full.md"})
+
+
+class GraphFolder:
+    def __init__(self, graphs_dir: Path, name: str) -> None:
+        self.graphs_dir = graphs_dir
+        self.name = name
+        build_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+        self.staging = graphs_dir / ".builds" / name / build_id
+        self.staging.mkdir(parents=True, exist_ok=False)
+        self.taken: set[str] = set()
+
+    @property
+    def live(self) -> Path:
+        return self.graphs_dir / self.name
+
+    @property
+    def failed_path(self) -> Path:
+        return self.graphs_dir / f"{self.name}.failed.json"
+
+    def claim(self, url: str, scope: str) -> str:
+        """A free file name for ``url``'s page, claimed for this build."""
+        stem = file_stem_for(url, scope)[:120]
+        name, n = f"{stem}.md", 1
+        while name in self.taken or name in RESERVED:
+            n += 1
+            name = f"{stem}-{n}.md"
+        self.taken.add(name)
+        return name
+
+    async def write(self, file_name: str, markdown: str) -> None:
+        await asyncio.to_thread(write_atomic, self.staging / file_name, markdown)
+
+    def copy(self, source: Path, file_name: str) -> None:
+        shutil.copyfile(source, self.staging / file_name)
+        os.chmod(self.staging / file_name, 0o644)
+
+    def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str]) -> int:
+        """Point links between pages at their files (:mod:`skillgraph.graph_links`); returns how many.
+
+        Runs once every page is known, so a link to a page written later is
+        rewritten too. A file that changes gets its ``sha256`` recomputed:
+        ``sources.json`` hashes the markdown as written.
+        """
+        links = LocalLinks(((p["url"], p["file"]) for p in pages), aliases, old_files)
+        total = 0
+        for page in pages:
+            path = self.staging / page["file"]
+            text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=page["url"]))
+            if count:
+                write_atomic(path, text)
+                page["sha256"] = sha256_text(text)
+                total += count
+        return total
+
+    def commit(self, sources: dict[str, Any]) -> None:
+        """Write ``sources.json`` and switch the live symlink to this build."""
+        write_json_atomic(self.staging / "sources.json", sources)
+        link = self.live
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.exists() and not link.is_symlink():
+            # A plain directory (made by hand or by an older layout): keep it as a build.
+            os.replace(link, self.staging.parent / f"legacy-{int(time.time())}")
+        tmp_link = link.with_name(f".{link.name}.{os.getpid()}.link")
+        if tmp_link.is_symlink():
+            tmp_link.unlink()
+        tmp_link.symlink_to(os.path.relpath(self.staging, link.parent), target_is_directory=True)
+        os.replace(tmp_link, link)
+        if self.failed_path.exists():
+            self.failed_path.unlink()
+        self._prune()
+
+    def _prune(self) -> None:
+        live = self.live.resolve()
+        for old in sorted(p for p in self.staging.parent.iterdir() if p.is_dir())[:-KEEP_BUILDS]:
+            if old.resolve() != live:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def discard(self, failure: dict[str, Any] | None = None) -> None:
+        """Remove this build; with ``failure``, record it in ``<name>.failed.json`` (the live graph stays)."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if failure is not None:
+            self.graphs_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.failed_path, failure)

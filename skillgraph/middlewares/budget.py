@@ -1,0 +1,73 @@
+"""PageBudgetMiddleware: no page is fetched past ``SKILLGRAPH_MAX_PAGES``.
+
+``CLOSESPIDER_ITEMCOUNT`` counts items after the fact, so every request already
+scheduled or in flight is still downloaded (17 pages past a bound of 50 in one
+measured crawl) and then dropped. Here a page request of a bounded strategy
+(``sitemap``, ``crawl``) waits before it is sent until the build has room for it:
+the bound less the pages admitted and the pages still in flight
+(:meth:`skillgraph.build.Build.wait_for_budget`). Once the bound is reached the
+next page request is refused (:class:`BudgetReached`; its URL stays in the
+ledger as unreached, counted in ``truncated.skipped`` and fetched first by the
+next run), ``build_truncated`` is sent and the spider is closed with reason
+``max_pages``. A site with exactly N pages therefore finishes normally.
+
+Probes, robots.txt and the tier ladder's requests for a page already in flight
+pass untouched. Placed at 110: after robots.txt (a forbidden page takes no
+place), before recency (a page carried over unchanged spends the budget too).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+
+from skillgraph.build import Build
+from skillgraph.middlewares.recency import is_page_request, page_url
+from skillgraph.signals import build_truncated
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetReached(IgnoreRequest):
+    """The page bound is reached: this page is left for the next run (``truncated``)."""
+
+
+class PageBudgetMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if crawler.settings.getint("SKILLGRAPH_MAX_PAGES", 400) <= 0:
+            raise NotConfigured("SKILLGRAPH_MAX_PAGES is 0: no page bound")
+        self.crawler = crawler
+        self.build = Build.of(crawler)
+        # A page in flight normally settles within one download; past that, let the next one go.
+        self.patience = max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 30), 1.0)
+        self.closing = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageBudgetMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        if not is_page_request(request) or request.meta.get("skillgraph_tier"):
+            return
+        if await self.build.wait_for_budget(page_url(request), self.patience):
+            return
+        self.crawler.stats.inc_value("skillgraph/page_budget/unreached")
+        await self._close()
+        raise BudgetReached(f"max_pages ({self.build.max_pages}) reached: {request.url} left for the next run")
+
+    async def _close(self) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        limit = self.build.max_pages
+        await self.crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=limit)
+        assert self.crawler.engine is not None
+        # Not awaited: closing waits for the requests in progress, this one included.
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason="max_pages"))

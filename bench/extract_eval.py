@@ -1,6 +1,7 @@
 """Evaluation gate of the extractor against trafilatura, in one run.
 
     .venv/bin/python bench/extract_eval.py [--check] [--check-speed] [--limit N] [--json OUT]
+                                           [--fidelity none|dev|all] [--fidelity-only] [--sample N]
 
 Model: trafilatura's ``tests/eval_gate.py``.  Two data sets:
 
@@ -31,6 +32,13 @@ lacks what Sphinx generates into the page (reference-count and Stable ABI
 annotations, availability notes, audit events, included text, toctree titles)
 and holds what the page never shows (hidden doctests, index entries, link
 targets).  The gate requires our text F1 to stay at or above it.
+
+A third kind of set needs no reference at all: Debian documentation packages built by
+generators of every kind (DocBook XSL, Doxygen, MkDocs, Sphinx; ``UNSEEN_SETS`` were never
+tuned on), scored with ``../shared/tools/docs_fidelity.py``'s own measures (imported from that
+file: pre-line and pre-block fidelity, junk fences, headings, tables, text recall, tags,
+``¶``, navigation lines), 25 pages per set spread by size, both extractors in this process;
+the time per page of ours over trafilatura's is gated as a ratio.
 
 ``--check`` compares against the minimums pinned in ``extract_thresholds.json``
 and exits 1 on a regression.  Speed is printed and written to ``--json`` but only
@@ -347,6 +355,133 @@ def eval_doc_html(corpus: Path) -> dict[str, Any]:
     return result
 
 
+# --- reference-free fidelity on Debian documentation packages ------------------------------
+# The measures are ../shared/tools/docs_fidelity.py's own (page_facts, measure, summarise,
+# collect), imported rather than re-implemented; both extractors run in this process, page by
+# page, so their CPU times form a ratio on the same load.
+
+FIDELITY_TOOL = ROOT.parent / "shared" / "tools" / "docs_fidelity.py"
+#: Development sets (tuned on) and unseen sets (never tuned on: the generalisation check).
+DOC_SETS: dict[str, Path] = {
+    "postgresql": Path("/usr/share/doc/postgresql-doc-15/html"),  # DocBook XSL
+    "doxygen": Path("/usr/share/doc/doxygen/html"),  # Doxygen
+    "mkdocs": Path("/usr/share/doc/mkdocs/html"),  # MkDocs (readthedocs theme)
+    "sphinx": Path("/usr/share/doc/sphinx-doc/html"),  # Sphinx (sphinx13 theme)
+    "flask": Path("/usr/share/doc/python-flask-doc/html"),  # Sphinx (pallets theme)
+    "python": Path("/usr/share/doc/python3.11/html"),  # Sphinx (python docs theme)
+}
+UNSEEN_SETS: dict[str, Path] = {
+    "docutils": Path("/usr/share/doc/docutils-doc/docs"),  # docutils rst2html
+    "gtk-doc": Path("/usr/share/gtk-doc/html/libtasn1"),  # gtk-doc (DocBook via gtk-doc XSL)
+    "requests": Path("/usr/share/doc/python-requests-doc/html"),  # Sphinx (alabaster)
+    "texinfo": Path("/usr/share/doc/diffutils"),  # GNU texinfo makeinfo --html (diffutils-doc)
+    "asciidoc": Path("/usr/share/doc/git-doc"),  # AsciiDoc (git-doc)
+    "rdoc": Path("/usr/share/doc/asciidoctor-doc/html"),  # Ruby RDoc (asciidoctor-doc)
+}
+FIDELITY_SAMPLE = 25
+
+
+def fidelity_tool() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_fidelity", FIDELITY_TOOL)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(FIDELITY_TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ex_trafilatura_links(html: str) -> str:
+    """trafilatura as docs_fidelity.py calls it (links kept)."""
+    import trafilatura
+    return trafilatura.extract(html, output_format="markdown", include_formatting=True, include_tables=True,
+                               include_links=True, favor_recall=True) or ""
+
+
+def eval_fidelity_set(tool: Any, root: Path, sample: int, clock: Callable[[], float]) -> dict[str, Any]:
+    files = tool.collect([str(root)], sample)
+    rows: dict[str, list[dict[str, Any]]] = {"skillgraph": [], "trafilatura": []}
+    ms: dict[str, float] = {"skillgraph": 0.0, "trafilatura": 0.0}
+    worst: list[tuple[float, str]] = []
+    for path in files:
+        data = path.read_bytes()
+        facts = tool.page_facts(data)
+        html = data.decode("utf-8", errors="replace")
+        t0 = clock()
+        ours = html_to_markdown(data, path.as_uri())  # type: ignore[arg-type]  # bytes: the parser sniffs
+        ms["skillgraph"] += clock() - t0
+        t0 = clock()
+        traf = ex_trafilatura_links(html)
+        ms["trafilatura"] += clock() - t0
+        row = tool.measure(facts, ours)
+        rows["skillgraph"].append(row)
+        rows["trafilatura"].append(tool.measure(facts, traf))
+        loss = (row["pre_total"] - row["pre_kept"]) + 3 * row["fence_junk"] + 2 * (row["h_total"] - row["h_kept"])
+        worst.append((loss + 5 * (row["tags"] + row["nav"] + row["pilcrow"]), path.name))
+    n = max(1, len(files))
+    result: dict[str, Any] = {"root": str(root), "pages": len(files)}
+    for name in rows:
+        result[name] = tool.summarise(rows[name], ms[name] * 1000 / n)
+    result["time_ratio"] = ms["skillgraph"] / max(1e-9, ms["trafilatura"])
+    result["worst"] = [name for loss, name in sorted(worst, reverse=True)[:3] if loss > 0]
+    return result
+
+
+def eval_fidelity(sets: dict[str, Path], sample: int, clock: Callable[[], float]) -> dict[str, Any]:
+    tool = fidelity_tool()
+    return {name: eval_fidelity_set(tool, root, sample, clock) for name, root in sets.items() if root.is_dir()}
+
+
+FIDELITY_COLUMNS = ("pre_lines", "pre_blocks", "fence_junk", "headings", "tables", "text_recall", "tags", "pilcrow",
+                    "nav", "ms_page")
+
+
+def report_fidelity(fid: dict[str, Any], unseen: frozenset[str] = frozenset()) -> None:
+    print(f"docs_fidelity measures ({FIDELITY_TOOL.name}), CPU ms/page in this process:")
+    print("| set | extractor | pages | " + " | ".join(FIDELITY_COLUMNS) + " |")
+    print("|---" * (len(FIDELITY_COLUMNS) + 3) + "|")
+    for name, res in fid.items():
+        label = f"{name} (unseen)" if name in unseen else name
+        for ex in ("skillgraph", "trafilatura"):
+            row = res[ex]
+            print(f"| {label} | {ex} | {row['pages']} | " + " | ".join(str(row[c]) for c in FIDELITY_COLUMNS) + " |")
+        print(f"|   | time ratio ours/trafilatura {res['time_ratio']:.3f}; worst pages: {', '.join(res['worst'])} |")
+
+
+def gate_fidelity(fid: dict[str, Any] | None, pinned: dict[str, Any]) -> list[str]:
+    """Every pinned fidelity minimum the run misses (per set), and the time ratio."""
+    failures: list[str] = []
+    if not pinned:
+        return failures
+    if fid is None:
+        return ["fidelity sets were not measured"]
+    for name, mins in pinned.get("sets", {}).items():
+        res = fid.get(name)
+        if res is None:
+            failures.append(f"fidelity set {name} missing ({DOC_SETS.get(name) or UNSEEN_SETS.get(name)})")
+            continue
+        ours, traf = res["skillgraph"], res["trafilatura"]
+        if ours["pages"] < mins.get("min_pages", 1):
+            failures.append(f"{name}: {ours['pages']} pages < {mins['min_pages']}")
+        for key in ("pre_lines", "pre_blocks", "headings", "tables", "text_recall"):
+            if key in mins and ours[key] < mins[key]:
+                failures.append(f"{name}: {key} {ours[key]} < {mins[key]}")
+        for key, cap in (("fence_junk", "max_fence_junk"), ("tags", "max_tags"), ("pilcrow", "max_pilcrow"),
+                         ("nav", "max_nav")):
+            if ours[key] > mins.get(cap, pinned.get(cap, 0)):
+                failures.append(f"{name}: {key} {ours[key]} > {mins.get(cap, pinned.get(cap, 0))}")
+        slack = pinned.get("text_recall_slack_vs_trafilatura", 0.0)
+        if ours["text_recall"] + slack < traf["text_recall"]:
+            failures.append(f"{name}: text recall {ours['text_recall']} below trafilatura's {traf['text_recall']}")
+    total = sum(r["skillgraph"]["ms_page"] * r["skillgraph"]["pages"] for r in fid.values())
+    traf_total = sum(r["trafilatura"]["ms_page"] * r["trafilatura"]["pages"] for r in fid.values())
+    ratio = total / max(1e-9, traf_total)
+    if "max_time_ratio" in pinned and ratio > pinned["max_time_ratio"]:
+        failures.append(f"time per page {ratio:.3f} of trafilatura's > {pinned['max_time_ratio']}")
+    return failures
+
+
 # --- report and gate ----------------------------------------------------------------------
 
 
@@ -430,16 +565,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     parser.add_argument("--html-root", type=Path, default=PYTHON_DOCS)
     parser.add_argument("--wall", action="store_true", help="wall-clock instead of process CPU time")
+    parser.add_argument("--fidelity", choices=("none", "dev", "all"), default="dev",
+                        help="reference-free measures on Debian doc packages: none, the development sets (dev), "
+                             "or those and the unseen sets (all)")
+    parser.add_argument("--fidelity-only", action="store_true",
+                        help="skip the reference evaluations (Python docs against reST, doc_html pairs)")
+    parser.add_argument("--sample", type=int, default=FIDELITY_SAMPLE, help="pages per fidelity set")
     args = parser.parse_args(argv)
     clock = time.perf_counter if args.wall else time.process_time
-    py = eval_python_docs(args.html_root, args.limit, clock) if (args.html_root / "_sources").is_dir() else None
-    doc = eval_doc_html(CORPUS) if (CORPUS / "doc_html").is_dir() else None
+    reference = not args.fidelity_only
+    py = (eval_python_docs(args.html_root, args.limit, clock)
+          if reference and (args.html_root / "_sources").is_dir() else None)
+    doc = eval_doc_html(CORPUS) if reference and (CORPUS / "doc_html").is_dir() else None
+    sets = {} if args.fidelity == "none" else {**DOC_SETS, **(UNSEEN_SETS if args.fidelity == "all" else {})}
+    fid = eval_fidelity(sets, args.sample, clock) if sets else None
     report(py, doc)
+    if fid:
+        report_fidelity(fid, frozenset(UNSEEN_SETS))
     if args.json:
-        args.json.write_text(json.dumps({"python_docs": py, "doc_html": doc}, indent=2, default=str))
+        args.json.write_text(json.dumps({"python_docs": py, "doc_html": doc, "fidelity": fid}, indent=2,
+                                        default=str))
     if not (args.check or args.check_speed):
         return 0
-    failures = gate(py, doc, json.loads(THRESHOLDS.read_text()), args.check_speed)
+    pinned = json.loads(THRESHOLDS.read_text())
+    failures = gate(py, doc, pinned, args.check_speed) if reference else []
+    if sets:
+        failures += gate_fidelity(fid, pinned.get("fidelity", {}))
     for failure in failures:
         print(f"REGRESSION: {failure}")
     print("gate:", "FAIL" if failures else "PASS")

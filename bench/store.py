@@ -9,7 +9,9 @@
    embeddings alone), for two query sets over 100 pages: the page's H1 title, and
    5 random content words of one of its paragraphs (order lost).
 
-Usage: .venv/bin/python bench/store.py [--pages 300] [--dim 1024]
+Usage: .venv/bin/python bench/store.py [--pages 300] [--embedder auto|hashing] [--dim 1024]
+(``auto``, the default: the neural embedder when installed; search quality on questions is
+bench/search_eval.py's job.)
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scrapy.settings import Settings  # noqa: E402
+
 from skillgraph.commands.replay import push_sync  # noqa: E402
 from skillgraph.extract import html_to_markdown  # noqa: E402
 from skillgraph.items import sha256_text  # noqa: E402
 from skillgraph.store.chunk import parse_blocks, plain_text  # noqa: E402
-from skillgraph.store.embed import HashingEmbedder, tokens  # noqa: E402
+from skillgraph.store.embed import Embedder, HashingEmbedder, describe, load_embedder, tokens  # noqa: E402
 from skillgraph.store.queue import ClaimQueue  # noqa: E402
 from skillgraph.store.search import HybridSearch  # noqa: E402
 from skillgraph.store.sqlite import SqliteStore  # noqa: E402
@@ -68,7 +72,7 @@ def baseline(redis: Any, docs: list[dict[str, Any]], path: Path) -> float:
     return elapsed
 
 
-def worker_run(redis: Any, docs: list[dict[str, Any]], store: SqliteStore, embedder: HashingEmbedder) -> float:
+def worker_run(redis: Any, docs: list[dict[str, Any]], store: SqliteStore, embedder: Embedder) -> float:
     for doc in docs:
         push_sync(redis, doc)
     worker = StoreWorker(store, embedder, WorkerConfig(), ClaimQueue(redis))
@@ -101,8 +105,9 @@ def recall(search: HybridSearch, full: HybridSearch, queries: list[tuple[str, st
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=300)
-    parser.add_argument("--dim", type=int, default=1024)
-    parser.add_argument("--semantic-weight", type=float, default=0.1, help="SKILLGRAPH_STORE_SEMANTIC_WEIGHT")
+    parser.add_argument("--dim", type=int, default=1024, help="hashing embedder's dimension")
+    parser.add_argument("--embedder", default="auto", help="auto, hashing, or an import path")
+    parser.add_argument("--semantic-weight", type=float, default=None, help="SKILLGRAPH_STORE_SEMANTIC_WEIGHT")
     args = parser.parse_args()
     docs = documents(args.pages)
     print(f"{len(docs)} Python docs pages extracted")
@@ -113,15 +118,18 @@ def main() -> None:
         try:
             redis = server.client()
             base = baseline(redis, docs, work / "raw.sqlite3")
-            embedder = HashingEmbedder(args.dim)
-            store = SqliteStore(work / "store.sqlite3", embedder.name, args.dim)
+            embedder = (HashingEmbedder(args.dim) if args.embedder == "hashing" else
+                        load_embedder(Settings({"SKILLGRAPH_STORE_EMBEDDER": args.embedder})))
+            print(f"embedder {describe(embedder)}")
+            store = SqliteStore(work / "store.sqlite3", embedder.name, embedder.dimension)
             full = worker_run(redis, docs, store, embedder)
         finally:
             server.stop()
         n = len(docs)
         print(f"\nthroughput, {n} documents, one worker process")
         print(f"  baseline LPOP + raw INSERT : {n / base:8.1f} docs/s")
-        print(f"  store worker (full path)   : {n / full:8.1f} docs/s  ({store.counts()[1]} chunks)")
+        print(f"  store worker (full path)   : {n / full:8.1f} docs/s  ({store.counts()[1]} chunks, "
+              f"{store.counts()[1] / full:.1f} chunks/s, {3600 * n / full:,.0f} docs/hour)")
         print(f"  ratio worker / baseline    : {base / full:8.3f}  (worker costs {full / base:.0f}x the baseline)")
 
         search = HybridSearch(store, embedder, semantic_weight=args.semantic_weight)

@@ -2,7 +2,9 @@
 
 Serves the site on a free loopback port, runs ``scrapy crawl docs`` against it
 with the project's defaults (no services: local scheduler, disk items, SQLite),
-and prints where the graph is and which strategy built it.
+and prints where the graph is and which strategy built it. Extra arguments go to
+``scrapy crawl`` as they are, e.g. ``python demo/demo.py -s SKILLGRAPH_RENDER_BROWSER=/nonexistent``
+(no browser: the render tier is switched off with one warning, the demo still builds).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "demo" / "site"
+PORT = 8765
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -26,11 +29,20 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def main() -> int:
+def serve(site: Path) -> ThreadingHTTPServer:
+    """The demo site on PORT when it is free (the same URLs run after run: a rebuild, not a new site), else any."""
+    handler = partial(QuietHandler, directory=str(site))
+    try:
+        return ThreadingHTTPServer(("127.0.0.1", PORT), handler)
+    except OSError:
+        return ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+
+def main(extra: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="skillgraph-demo-") as tmp:
         site = Path(tmp) / "site"
         shutil.copytree(SITE, site)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(site)))
+        server = serve(site)
         host, port = server.server_address[:2]
         origin = f"http://{host}:{port}"
         template = site / "sitemap.xml.in"
@@ -39,7 +51,9 @@ def main() -> int:
         url = f"{origin}/docs/"
         print(f"Serving demo/site on {origin} (loopback only); crawling {url}", flush=True)
         cmd = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"url={url}", "-a", "graph=demo",
-               "-s", "DOWNLOAD_DELAY=0.1", "-s", f"SKILLGRAPH_SSRF_ALLOWLIST={host}:{port}", "-L", "WARNING"]
+               "-s", "DOWNLOAD_DELAY=0.1", "-s", f"SKILLGRAPH_SSRF_ALLOWLIST={host}:{port}", "-L", "WARNING",
+               # another port than last time means other URLs: a new build of the demo, not a shrink
+               "-s", "SKILLGRAPH_ALLOW_SHRINK=True", *extra]
         code = subprocess.call(cmd, cwd=ROOT)
         server.shutdown()
     graph = ROOT / "graphs" / "demo"
@@ -54,8 +68,11 @@ def main() -> int:
     for page in sources["pages"]:
         print(f"  {page['file']:<28} tier={page['tier']:<9} quality={page['quality']}  {page['url']}")
     print(f"Provenance: {sources_path.relative_to(ROOT)}")
+    index = graph / "llms.txt"
+    first = index if index.exists() else graph / sources["pages"][0]["file"] if sources["pages"] else graph
+    print(f"Open: {first.relative_to(ROOT)}  (the whole graph: {graph})")
     return 0 if sources["pages"] else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -26,8 +26,11 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_STORE_URL": "sqlite:///store.sqlite3",
     "SKILLGRAPH_MAX_PAGES": 400,
     "SKILLGRAPH_CRAWL_TIMEOUT": 240,
-    "SKILLGRAPH_CRAWL_TIMEOUT_GRACE": 15,
+    "SKILLGRAPH_CRAWL_TIMEOUT_GRACE": 5,
     "SKILLGRAPH_RECENCY_HOURS": 24,
+    # every URL accounted for (issue 11; docs/build.md)
+    "SKILLGRAPH_ALLOWED_DOMAINS": [],
+    "SKILLGRAPH_ALLOW_SHRINK": False,
     # dedup, dual write, incremental recrawl (issue 5; docs/pipelines.md)
     "SKILLGRAPH_DEDUP_ENABLED": True,
     "SKILLGRAPH_QUEUE_ENABLED": True,
@@ -50,6 +53,10 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_SITEMAP_MAX_URLS": 100_000,
     "SKILLGRAPH_CONTACT_URL": "https://github.com/skillgraph/skillgraph",
     "SKILLGRAPH_STATS_FILE": None,
+    # progress line and end-of-crawl summary (issue 14; docs/settings.md)
+    "SKILLGRAPH_PROGRESS_ENABLED": True,
+    "SKILLGRAPH_PROGRESS_INTERVAL": 5.0,
+    "SKILLGRAPH_SUMMARY_FORMAT": "text",
     # quality gates (issue 4; docs/quality.md)
     "SKILLGRAPH_QUALITY_ENABLED": True,
     "SKILLGRAPH_QUALITY_THRESHOLD": 0.5,
@@ -71,17 +78,23 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_BATCH_PROGRESS_INTERVAL": 10.0,
     "SKILLGRAPH_BATCH_REPORT": "",
     # knowledge store and store workers (scrapy worker, scrapy search; docs/store.md)
-    "SKILLGRAPH_STORE_EMBEDDER": "skillgraph.store.embed.HashingEmbedder",
+    "SKILLGRAPH_STORE_EMBEDDER": "auto",  # the neural model when installed, else the hashing embedder
     "SKILLGRAPH_STORE_EMBED_DIM": 1024,
+    "SKILLGRAPH_STORE_EMBED_MAX_TOKENS": 64,
+    "SKILLGRAPH_STORE_EMBED_THREADS": 0,
+    "SKILLGRAPH_STORE_EMBED_BATCH": 32,
     "SKILLGRAPH_STORE_CHUNK_CHARS": 1500,
     "SKILLGRAPH_STORE_CHUNK_OVERLAP": 0,
     "SKILLGRAPH_STORE_SEARCH_CANDIDATES": 50,
-    "SKILLGRAPH_STORE_SEMANTIC_WEIGHT": 0.1,
+    "SKILLGRAPH_STORE_SEMANTIC_WEIGHT": None,  # None: the embedder's own (measured) weight
+    "SKILLGRAPH_STORE_MIN_SIMILARITY": None,  # None: the embedder's own relevance floor
+    "SKILLGRAPH_STORE_LEXICAL_WEIGHT": None,  # None: the embedder's own (measured) weight of BM25
     "SKILLGRAPH_WORKER_CLAIM_TIMEOUT": 300.0,
     "SKILLGRAPH_WORKER_MAX_ATTEMPTS": 3,
     "SKILLGRAPH_WORKER_BACKOFF_MAX": 30.0,
     # distributed mode: shared scrapy-redis frontier (skillgraph/distributed; docs/distributed.md)
     "SKILLGRAPH_DISTRIBUTED_ENABLED": True,
+    "SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT": 5.0,  # Redis silent this long at start: a local crawl
     "SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT": 30.0,
     "SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL": 0.5,
     "SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION": True,
@@ -99,6 +112,10 @@ POLITE: dict[str, object] = {
     "DOWNLOAD_WARNSIZE": 5 * 1024 * 1024,
     "REDIRECT_MAX_TIMES": 10,
     "DEPTH_LIMIT": 20,
+    # Breadth first in the site's own order (index links, sitemap order): a bound keeps the top of the site.
+    "DEPTH_PRIORITY": 1,
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     "TELNETCONSOLE_ENABLED": False,
     # Scrapy 2.19's remote-control extension serves code execution over HTTP: off.
     "REMOTE_CONTROL_ENABLED": False,
@@ -111,7 +128,9 @@ POLITE: dict[str, object] = {
 
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     # In priority order; responses pass through them in reverse.
+    "skillgraph.middlewares.budget.PageBudgetMiddleware": 110,  # no page fetched past the bound (after robots)
     "skillgraph.middlewares.recency.RecencyMiddleware": 120,  # skip recently scraped pages, after robots (100)
+    "skillgraph.extensions.crawl_timeout.DeadlineMiddleware": 360,  # no download outlives the crawl timeout
     "skillgraph.tiers.TierErrorMiddleware": 540,  # failed tier requests reach the ladder (before retry 550)
     "skillgraph.middlewares.politeness.PolitenessMiddleware": 560,  # sees 429/503 Retry-After before Retry does
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
@@ -138,6 +157,8 @@ EXTENSIONS: dict[str, int] = {
     "skillgraph.render.check.RenderCheck": 100,  # a missing browser fails the crawl at start
     "skillgraph.extensions.crawl_timeout.CrawlTimeout": 500,
     "skillgraph.extensions.stats_file.StatsFile": 900,
+    "skillgraph.extensions.progress.ProgressLine": 950,  # a progress line every SKILLGRAPH_PROGRESS_INTERVAL
+    "skillgraph.extensions.progress.BuildSummary": 960,  # how the build ended, on stdout (SKILLGRAPH_SUMMARY_FORMAT)
 }
 
 

@@ -87,7 +87,7 @@ class Build:
         self.truncated: dict[str, Any] | None = None
         self.interrupted: int | None = None  # the signal number that stopped the crawl
         self.deadline: float | None = None  # monotonic time no download may outlive (CrawlTimeout)
-        self.outcome: str | None = None  # "committed" | "failed"
+        self.outcome: str | None = None  # "committed" | "failed" | "empty-share" (a follower with no page)
         self.failure: str | None = None
         self.graph_path: str | None = None
         # admission: URL -> sha256 and sha256 -> first URL, of the documents admitted

@@ -117,11 +117,14 @@ def markdown_twin(url: str) -> str | None:
 
 @dataclass(frozen=True)
 class Section:
-    """A contiguous slice of an llms-full corpus, from one H1/H2 to the next."""
+    """A contiguous slice of an llms-full corpus, from one H1/H2 (or page front matter) to the next."""
 
     title: str
     slug: str
     text: str
+    #: the ``url:`` / ``source_url:`` of the front matter the section opens with, exactly as
+    #: written (unresolved); None when the section has no front matter
+    url: str | None = None
 
 
 def slugify(title: str) -> str:
@@ -131,16 +134,53 @@ def slugify(title: str) -> str:
     return re.sub(r"[\s]+", "-", slug)[:80].strip("-") or "section"
 
 
+_FM_RULE = re.compile(r"^---[ \t]*\r?\n?$")
+_FM_FIELD = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*\r?\n?$")
+_FM_URL_KEYS = ("url", "source_url")
+#: Front matter longer than this many lines is not taken for a page's.
+FRONT_MATTER_LINES = 30
+
+
+def front_matter(lines: list[str], i: int) -> tuple[int, dict[str, str]] | None:
+    """``(end, fields)`` when ``lines[i]`` opens page front matter naming a URL (``end``: after the closing ``---``).
+
+    Only ``key: value`` lines between two ``---`` rules, one of them ``url:`` or
+    ``source_url:``: a thematic break or a YAML document of another kind is not a page's.
+    """
+    if not _FM_RULE.match(lines[i]):
+        return None
+    fields: dict[str, str] = {}
+    for j in range(i + 1, min(len(lines), i + 2 + FRONT_MATTER_LINES)):
+        line = lines[j]
+        if _FM_RULE.match(line):
+            if any(k in fields for k in _FM_URL_KEYS):
+                return j + 1, fields
+            return None
+        m = _FM_FIELD.match(line)
+        if m:
+            fields.setdefault(m.group(1).lower(), m.group(2).strip("\"'"))
+        elif line.strip() and not line.startswith((" ", "\t", "-")):
+            return None  # not YAML fields (a list or a continuation is tolerated)
+    return None
+
+
 def split_sections(text: str) -> list[Section]:
-    """Split a corpus at ATX H1/H2 headings outside code fences.
+    """Split a corpus at ATX H1/H2 headings (and page front matter) outside code fences.
 
     Lossless: ``"".join(s.text for s in sections) == text``. Text before the
-    first heading is a section of its own (titled ``preamble``).
+    first heading is a section of its own (titled ``preamble``). A section that
+    opens with front matter holding ``url:`` or ``source_url:`` (``---`` /
+    ``url: /x`` / ``---``, as Docusaurus plugins write per-page corpora) owns it:
+    the heading right after it does not start another section, and ``url`` is
+    the raw value.
     """
     lines = text.splitlines(keepends=True)
-    starts: list[tuple[int, str]] = []
+    starts: list[tuple[int, str, str | None]] = []  # (line, title, front-matter url)
     fence: str | None = None
-    for i, line in enumerate(lines):
+    pending: tuple[int, dict[str, str]] | None = None  # front matter waiting for its heading
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         m = _FENCE.match(line)
         if m:
             marker = m.group(1)
@@ -148,9 +188,29 @@ def split_sections(text: str) -> list[Section]:
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip()[len(marker):].strip():
                 fence = None
+            i += 1
             continue
+        if fence is None and line.startswith("---"):
+            found = front_matter(lines, i)
+            if found is not None:
+                if pending is not None:  # front matter with no heading of its own: a page still
+                    starts.append((pending[0], *_fm_title(pending[1])))
+                pending = (i, found[1])
+                i = found[0]
+                continue
         if fence is None and (h := _ATX_H12.match(line.rstrip("\r\n"))) and (h.group(2) or "").strip():
-            starts.append((i, h.group(2).strip()))
+            title = h.group(2).strip()
+            if pending is not None:
+                starts.append((pending[0], title, _fm_title(pending[1])[1]))
+                pending = None
+            else:
+                starts.append((i, title, None))
+        elif pending is not None and line.strip() and not line.lstrip().startswith("#"):
+            starts.append((pending[0], *_fm_title(pending[1])))  # a page that opens with prose
+            pending = None
+        i += 1
+    if pending is not None:
+        starts.append((pending[0], *_fm_title(pending[1])))
     sections: list[Section] = []
     if not starts or starts[0][0] > 0:
         end = starts[0][0] if starts else len(lines)
@@ -158,13 +218,20 @@ def split_sections(text: str) -> list[Section]:
         if pre:
             sections.append(Section("preamble", "preamble", pre))
     used: dict[str, int] = {}
-    for n, (start, title) in enumerate(starts):
+    for n, (start, title, url) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
         slug = slugify(title)
         count = used.get(slug, 0)
         used[slug] = count + 1
-        sections.append(Section(title, f"{slug}-{count}" if count else slug, "".join(lines[start:end])))
+        sections.append(Section(title, f"{slug}-{count}" if count else slug, "".join(lines[start:end]), url))
     return sections
+
+
+def _fm_title(fields: dict[str, str]) -> tuple[str, str | None]:
+    """A front-matter page's title (its ``title:``, else its URL's last segment) and raw URL."""
+    url = next((fields[k] for k in _FM_URL_KEYS if fields.get(k)), None)
+    title = fields.get("title") or (url or "").rstrip("/").rsplit("/", 1)[-1] or "page"
+    return title, url
 
 
 def coalesce(sections: list[Section], max_sections: int, file_bytes: int) -> list[Section]:
@@ -192,4 +259,4 @@ def coalesce(sections: list[Section], max_sections: int, file_bytes: int) -> lis
 
 def _join(group: list[Section]) -> Section:
     first = group[0]
-    return Section(first.title, first.slug, "".join(s.text for s in group))
+    return Section(first.title, first.slug, "".join(s.text for s in group), first.url)

@@ -1,6 +1,7 @@
 """Session fixtures: real HTTP servers on 127.0.0.1 (OS-chosen ports), one origin per site.
 
-Sites come from ``tests/fixtures/sites/``, ``../shared/corpus/`` and the real
+Sites come from ``tests/fixtures/sites/``, the shared corpus (``SKILLGRAPH_TEST_CORPUS``,
+default ``../shared/corpus``; tests that need it skip when it is absent) and the real
 Python 3.11 documentation (Debian ``python3.11-doc``). Crawls run as real
 ``scrapy crawl`` subprocesses from the project root.
 """
@@ -25,18 +26,36 @@ from tests.wiki import mediawiki  # noqa: F401  (session fixture: a real MediaWi
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 SITES = FIXTURES / "sites"
-CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+#: The shared real-world corpus: ``SKILLGRAPH_TEST_CORPUS``, relative paths from the project root.
+CORPUS_VARIABLE = "SKILLGRAPH_TEST_CORPUS"
+CORPUS = (ROOT / os.environ.get(CORPUS_VARIABLE, "../shared/corpus")).resolve()
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 
 #: Settings every test crawl uses: no politeness delay (the servers are ours).
 TEST_SETTINGS = {"DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS_PER_DOMAIN": "16", "LOG_LEVEL": "INFO"}
 
 
+def corpus_missing_reason() -> str:
+    return f"shared corpus absent: {CORPUS_VARIABLE}={CORPUS} (set {CORPUS_VARIABLE} to run these tests)"
+
+
+#: Marks a test that reads the shared corpus: skipped, with one line, when it is absent.
+requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=corpus_missing_reason())
+
+
 def corpus_file(rel: str) -> Path:
+    """A file of the shared corpus; skips the test when the corpus is absent (fails if only the file is)."""
+    if not CORPUS.is_dir():
+        pytest.skip(corpus_missing_reason())
     path = CORPUS / rel
     if not path.exists():
         pytest.fail(f"shared corpus file missing: {path}")
     return path
+
+
+#: The llms_scoped site's ``docs/llms-full.txt``: a real corpus file, or a repo fixture when the corpus is absent.
+SCOPED_LLMS_FULL = (CORPUS / "llms_full/litellm-docs__static_llms-full.txt" if CORPUS.is_dir()
+                    else FIXTURES / "mirrors/chakra_ui/llms-full.txt")
 
 
 def _origin_site(name: str, tmp: Path, gzip_files: tuple[str, ...] = ()) -> tuple[Path, SiteServer]:
@@ -58,8 +77,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, SiteSe
     for name in ("llms_stub", "crawl_site"):
         _, servers[name] = _origin_site(name, tmp)
     root, servers["llms_scoped"] = _origin_site("llms_scoped", tmp)
-    corpus = corpus_file("llms_full/litellm-docs__static_llms-full.txt")
-    (root / "docs" / "llms-full.txt").write_bytes(corpus.read_bytes())
+    (root / "docs" / "llms-full.txt").write_bytes(SCOPED_LLMS_FULL.read_bytes())
     _, servers["sitemap_site"] = _origin_site("sitemap_site", tmp, gzip_files=("maps/pages.xml",))
     _, link = _origin_site("link_header", tmp)
     link.rules["/docs/"] = Rule(headers={"Link": '</docs/ai/index.txt>; rel="llms-txt"'})

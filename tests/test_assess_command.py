@@ -60,3 +60,15 @@ def test_missing_file_is_reported_and_fails_the_exit_code(tmp_path: Path) -> Non
 def test_no_file_is_a_usage_error() -> None:
     code, lines, stderr = scrapy_assess()
     assert code == 2 and lines == [] and "FILE" in stderr
+
+
+def test_binary_input_is_not_assessed(tmp_path: Path) -> None:
+    """Issue 14: random bytes never pass the gates; one line on stderr, an error line on stdout, exit 1."""
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(bytes(range(256)) * 40)
+    code, lines, stderr = scrapy_assess(str(noise), str(FIXTURES / "soft_404.html"))
+    assert code == 1
+    assert lines[0] == {"path": str(noise), "error": "not an HTML or text file: binary data (NUL bytes)"}
+    assert lines[1]["block"] == "not-found", "the other files are still assessed"
+    assert stderr.strip().splitlines() == [f"error: {noise} is not an HTML or text file (binary data (NUL bytes)); "
+                                           "not assessed"]

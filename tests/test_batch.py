@@ -79,6 +79,9 @@ def test_batch_runs_llms_first_and_kills_the_hanging_site(batch_sites: dict[str,
             "--base-url", f"langchain={batch_sites['langchain'].url}",
             "--base-url", f"chakra_ui={batch_sites['chakra_ui'].url}",
             "-s", f"SKILLGRAPH_CRAWL_TIMEOUT={CRAWL_TIMEOUT}", "-s", f"SKILLGRAPH_BATCH_KILL_WAIT={KILL_WAIT}",
+            # A crawl ends itself at its timeout plus this grace (bounded downloads); a grace past the batch's
+            # wall bound makes the hanging site outlive it, so the batch's kill (the backstop) is what ends it.
+            "-s", f"SKILLGRAPH_CRAWL_TIMEOUT_GRACE={GRACE * 6}",
             "-s", f"SKILLGRAPH_BATCH_DETECT_TIMEOUT={DETECT_TIMEOUT}", "-s", "SKILLGRAPH_BATCH_PROGRESS_INTERVAL=2",
             *_settings(graphs, tmp_path)]
     t0 = time.monotonic()

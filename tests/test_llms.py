@@ -5,16 +5,18 @@ from __future__ import annotations
 import pytest
 
 from skillgraph.llms import coalesce, looks_like_html, markdown_twin, parse_llms_txt, slugify, split_sections
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, requires_corpus
 
 LLMS_TXT = sorted((CORPUS / "llms_txt").glob("*"))
 LLMS_FULL = sorted((CORPUS / "llms_full").glob("*"))
 
 
+@requires_corpus
 def test_corpus_present() -> None:
     assert len(LLMS_TXT) >= 5 and len(LLMS_FULL) >= 5
 
 
+@requires_corpus
 @pytest.mark.parametrize("path", LLMS_TXT, ids=lambda p: p.name)
 def test_every_corpus_llms_txt_parses(path) -> None:
     index = parse_llms_txt(path.read_text(errors="replace"), "https://example.org/docs/llms.txt")
@@ -23,6 +25,7 @@ def test_every_corpus_llms_txt_parses(path) -> None:
     assert all(link.url.startswith("https://") for link in index.links)
 
 
+@requires_corpus
 def test_spec_shape_sections_and_optional() -> None:
     index = parse_llms_txt((CORPUS / "llms_txt/fasthtml__nbs_llms.txt").read_text(), "https://www.fastht.ml/docs/llms.txt")
     assert index.title == "FastHTML"
@@ -74,6 +77,7 @@ def test_slugs_are_stable_and_unique() -> None:
     assert slugify("Café & Crème") == "café-crème"
 
 
+@requires_corpus
 @pytest.mark.parametrize("path", LLMS_FULL, ids=lambda p: p.name)
 def test_every_corpus_llms_full_splits_losslessly(path) -> None:
     text = path.read_text(errors="replace")
@@ -84,6 +88,7 @@ def test_every_corpus_llms_full_splits_losslessly(path) -> None:
     assert len({f.slug for f in files}) == len(files), "file names are unique"
 
 
+@requires_corpus
 @pytest.mark.parametrize("path", [p for p in LLMS_FULL if p.stat().st_size >= 1_000_000], ids=lambda p: p.name)
 def test_large_corpora_coalesce_near_the_target(path) -> None:
     target = 49152
@@ -97,6 +102,7 @@ def test_large_corpora_coalesce_near_the_target(path) -> None:
         assert size <= 2 * target or single, f"{f.slug}: {size} bytes from several sections"
 
 
+@requires_corpus
 def test_large_corpus_present_and_coalesced() -> None:
     big = CORPUS / "llms_full/genaiscript__gh-pages_llms-full.txt"
     assert big.stat().st_size >= 1_000_000
@@ -108,3 +114,34 @@ def test_large_corpus_present_and_coalesced() -> None:
 def test_few_sections_are_not_coalesced() -> None:
     sections = split_sections("# A\nx\n# B\ny\n")
     assert coalesce(sections, 400, 10) == sections
+
+
+DOCUSAURUS_CORPUS = (
+    "---\nurl: /glossary\n---\n\n# Glossary\n\nSee [catchup](/glossary#catchup).\n\n## Catchup\n\nterm\n\n"
+    "---\nurl: /intro\ntitle: Introduction\n---\n# Intro\n\ntext\n\n"
+    "---\nsource_url: https://docs.example.org/faq\n---\nA page that opens with prose.\n\n"
+    "Some text\n\n---\n\nafter a thematic break\n\n"
+    "```yaml\n---\nurl: /in-a-fence\n---\n```\n"
+)
+
+
+def test_front_matter_belongs_to_the_section_it_opens() -> None:
+    sections = split_sections(DOCUSAURUS_CORPUS)
+    assert "".join(s.text for s in sections) == DOCUSAURUS_CORPUS
+    assert [(s.title, s.url) for s in sections] == [
+        ("Glossary", "/glossary"), ("Catchup", None), ("Intro", "/intro"),
+        ("faq", "https://docs.example.org/faq")]
+    glossary, catchup, intro, faq = sections
+    assert glossary.text.startswith("---\nurl: /glossary\n---\n\n# Glossary")
+    assert glossary.slug == "glossary", "the first file is the glossary page, not preamble.md"
+    assert not catchup.text.rstrip().endswith("---"), "no section ends with the next page's front matter"
+    assert intro.text.startswith("---\nurl: /intro") and intro.slug == "intro"
+    assert faq.text.startswith("---\nsource_url:") and "after a thematic break" in faq.text
+    assert "url: /in-a-fence" in faq.text, "front matter inside a code fence is code"
+
+
+def test_front_matter_url_survives_coalescing_and_plain_corpora_have_none() -> None:
+    sections = split_sections(DOCUSAURUS_CORPUS * 3)
+    files = coalesce(sections, 2, 10_000)
+    assert files[0].url == "/glossary"
+    assert all(s.url is None for s in split_sections("# A\nx\n---\ntitle: not a page\n---\n# B\n"))

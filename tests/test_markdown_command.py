@@ -61,3 +61,35 @@ def test_usage_errors_and_missing_files(tmp_path: Path) -> None:
 def test_needs_the_project(tmp_path: Path) -> None:
     proc = scrapy_markdown(str(FIXTURES / "sphinx.html"), cwd=tmp_path)
     assert proc.returncode != 0
+
+
+def test_binary_input_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Issue 14: random bytes are not a page (no mojibake on stdout); the other files still convert."""
+    noise = tmp_path / "noise.html"
+    noise.write_bytes(bytes(range(256)) * 40)
+    proc = scrape_markdown_quiet(str(noise))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {noise} is not an HTML or text file (binary data (NUL bytes)); nothing written"]
+    png = tmp_path / "logo.html"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(1, 256)) * 8)
+    out = tmp_path / "out"
+    proc = scrape_markdown_quiet(str(png), str(FIXTURES / "sphinx.html"), "-o", str(out))
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "logo.html" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["sphinx.md"]
+
+
+def test_written_files_are_0644_and_missing_files_one_line(tmp_path: Path) -> None:
+    import stat
+
+    out = tmp_path / "out"
+    proc = scrape_markdown_quiet(str(FIXTURES / "sphinx.html"), str(tmp_path / "nope.html"), "-o", str(out))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope.html'}: No such file or directory"]
+    assert stat.S_IMODE((out / "sphinx.md").stat().st_mode) == 0o644
+
+
+def scrape_markdown_quiet(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = scrapy_markdown(*args)
+    assert "Traceback" not in proc.stderr
+    return proc

@@ -81,13 +81,16 @@ def test_well_known_and_html_rejection(well_known_site: SiteServer) -> None:
     assert outcomes[site + "llms.txt"] == "missing"
 
 
-def test_unreachable_site_is_an_error_probe_then_crawl() -> None:
+def test_unreachable_site_is_a_null_strategy_with_an_error() -> None:
     import socket
 
     with socket.socket() as sock:  # a loopback port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    (result,) = detect(f"http://127.0.0.1:{port}/docs/")
-    assert result["strategy"] == "crawl"
+    proc = run_scrapy(["detect", f"http://127.0.0.1:{port}/docs/", "-s", "DOWNLOAD_DELAY=0"], timeout=120)
+    assert proc.returncode == 1, "issue 14: an unreachable site is a failure, not a crawl"
+    assert "Traceback" not in proc.stderr
+    (result,) = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert result["strategy"] is None and result["error"].startswith("site unreachable (")
     assert all(p["status"] is None and p["outcome"].startswith("error: ") for p in result["probes"])
     assert len(result["probes"]) == 2, "a host that does not answer is not probed eleven times"

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from skillgraph.quality import LABELS, SIGNATURES, Assessment, Check, assess
-from tests.conftest import PYTHON_DOCS, ROOT, corpus_file
+from tests.conftest import PYTHON_DOCS, ROOT, corpus_file, requires_corpus
 
 FIXTURES = ROOT / "tests" / "fixtures" / "quality"
 PINNED = json.loads((ROOT / "bench" / "quality_thresholds.json").read_text())
@@ -166,6 +166,7 @@ def test_api_shape() -> None:
             "server-error"} <= {s.label for s in SIGNATURES}
 
 
+@requires_corpus  # bench/quality_eval.py labels the shared corpus's block pages
 def test_evaluation_script_holds_its_pinned_figures() -> None:
     """bench/quality_eval.py --check: labels, zero docs flagged, cost ratio against the extractor."""
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "quality_eval.py"), "--check", "--json"],
@@ -175,3 +176,37 @@ def test_evaluation_script_holds_its_pinned_figures() -> None:
     assert summary["label_accuracy"] == 1.0 and summary["labelled"] >= 50
     assert summary["docs_pages"] >= 530 and summary["docs_flagged"] == 0
     assert summary["assess_to_extract"] < PINNED["max_assess_ratio"]
+
+
+def test_near_empty_bot_fight_stub_is_a_challenge_not_thin_content() -> None:
+    """440 bytes: only ``__CF$cv$params`` and a ``/cdn-cgi/bm/`` script (Cloudflare bot-fight mode)."""
+    stub = page("cloudflare_bot_fight_stub.html")
+    assert len(stub) < 600
+    result = assess(stub)
+    assert result.block == "cloudflare-challenge" and "near-empty" in result.checks["block"].detail
+    # The same script injected into a page with content proves nothing.
+    para = "<p>" + "Real documentation text about configuring the widget service in production. " * 40 + "</p>"
+    full = stub.replace("<body>", f"<body><main><h1>Configure widgets</h1>{para}</main>")
+    assert assess(full).block is None and assess(full).passed
+
+
+def test_large_iuam_challenge_is_found_past_the_markup_window() -> None:
+    """A 2015 IUAM page: a 140 kB obfuscated script before its jschl form and its text."""
+    iuam = page("cloudflare_iuam_2015_large.html")
+    assert len(iuam) > 100_000 and iuam.find("jschl_vc") > 65_536
+    for html in (iuam, iuam.replace("<title>Just a moment...</title>", "<title></title>")):
+        result = assess(html)
+        assert result.block == "cloudflare-challenge", result.checks["block"].detail
+
+
+def test_branded_soft_404_with_full_chrome_is_not_content() -> None:
+    """Header, 60-link sidebar and footer around a short "404 / We couldn't find that page" column."""
+    soft = page("soft_404_branded_chrome.html")
+    result = assess(soft, status=200)
+    assert result.block == "not-found" and not result.passed
+    assert "heading" in result.checks["block"].detail
+
+
+def test_new_block_signature_kinds_are_documented() -> None:
+    assert {s.where for s in SIGNATURES} <= {"html", "title", "text", "header", "form", "stub"}
+    assert any(s.where == "stub" for s in SIGNATURES)

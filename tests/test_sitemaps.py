@@ -7,12 +7,13 @@ import gzip
 import pytest
 
 from skillgraph.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, requires_corpus
 
 SITEMAPS = sorted((CORPUS / "sitemap").glob("*"))
 ROBOTS = sorted((CORPUS / "robots").glob("*"))
 
 
+@requires_corpus
 @pytest.mark.parametrize("path", SITEMAPS, ids=lambda p: p.name)
 def test_every_corpus_sitemap_parses(path) -> None:
     parsed = parse_sitemap(path.read_bytes())
@@ -20,6 +21,7 @@ def test_every_corpus_sitemap_parses(path) -> None:
     assert parsed.locs and all(loc.startswith("http") for loc in parsed.locs)
 
 
+@requires_corpus
 def test_gzip_and_bom() -> None:
     body = (CORPUS / "sitemap/2059ventures__small_sitemap.xml").read_bytes()
     assert body.startswith(b"\xef\xbb\xbf")
@@ -37,12 +39,14 @@ def test_not_a_sitemap(body: bytes) -> None:
         parse_sitemap(body)
 
 
+@requires_corpus
 @pytest.mark.parametrize("path", ROBOTS, ids=lambda p: p.name)
 def test_every_corpus_robots_parses(path) -> None:
     for url in robots_sitemaps(path.read_bytes(), "https://example.org/robots.txt"):
         assert url.startswith("https://")
 
 
+@requires_corpus
 def test_relative_sitemap_line_is_resolved() -> None:
     urls = robots_sitemaps((CORPUS / "robots/ballotpedia.org.robots.txt").read_bytes(), "https://ballotpedia.org/robots.txt")
     assert urls == ["https://ballotpedia.org/wiki/sitemap/sitemap-index-ballotpedia.xml"]

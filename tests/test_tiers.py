@@ -161,6 +161,51 @@ def test_block_pages_are_examined_at_every_tier_and_listed_not_written(crawl, bl
     assert result.stats["retry/max_reached"] == 3
 
 
+SHELL_PAGE = ('<!doctype html><html><head><title>Widget app</title><script type="module" src="static/app.js">'
+              '</script></head><body><div id="root"></div></body></html>')
+SHELL_MARKDOWN = "# Widget app\n\n" + "The widget app schedules jobs and reports on them every minute. " * 10 + "\n"
+MOVED_PAGE = ("<html><head><title>Moved content</title></head><body><main><p>Teaser of the page.</p></main>"
+              "<div class='content'><h1>Moved content</h1>"
+              + "<p>The content column of this page is outside its main landmark, with code. </p>" * 6
+              + "<pre>pip install widget-library</pre><pre>import widget_library as w\nw.run()</pre>"
+              "<pre>w.stop(now=True)</pre></div></body></html>")
+
+
+def test_shells_negotiate_before_render_and_re_extraction_is_warned(crawl, tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "index.html").write_text(
+        "<html><head><title>Widget docs index</title></head><body><main><h1>Widget docs index</h1>"
+        + "<p>Start here to learn how the widget service works. </p>" * 8
+        + '<p><a href="app.html">App</a> <a href="moved.html">Moved</a></p></main></body></html>')
+    (root / "docs" / "app.html").write_text(SHELL_PAGE)
+    (root / "docs" / "app.md").write_text(SHELL_MARKDOWN)
+    (root / "docs" / "moved.html").write_text(MOVED_PAGE)
+    server = NegotiatingServer(root)
+    try:
+        site = server.url
+        result = crawl("docs", url=site + "docs/index.html", graph="shells",
+                       settings={**allow(site), "SKILLGRAPH_RENDER_ENABLED": "True"})
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    pages = pages_by_url(result.sources)
+    # A client-side shell tries the cheap tier first: one HTTP request, no browser.
+    assert pages[site + "docs/app.html"]["tier"] == "negotiated"
+    assert ("/docs/app.html", "text/markdown, text/x-markdown;q=0.9") in server.accepts
+    assert result.stats["skillgraph/tiers/shell_detected"] == 1
+    assert "skillgraph/tiers/render/requested" not in result.stats
+    # A landmark that left the page's code outside: re-extracted from the scored column, and said so.
+    moved = pages[site + "docs/moved.html"]
+    assert moved["tier"] == "html"
+    text = (result.graph / moved["file"]).read_text()
+    assert text.count("```") == 6 and "Teaser of the page" not in text
+    warnings = [w for w in result.sources["warnings"] if w["url"] == site + "docs/moved.html"]
+    assert [w["kind"] for w in warnings] == ["re-extracted"]
+    assert "main: the element holds 0 of the page's 3 code blocks" in warnings[0]["message"]
+    assert result.stats["skillgraph/tiers/reextracted"] == 1
+
+
 @pytest.mark.parametrize(("markdown", "html_blocks", "ok"), [
     ("# A\n\n```py\nx = 1\n```\n", 1, True),
     ("# A\n\nx = 1\n", 1, False),

@@ -3,6 +3,9 @@
 Needs no crawler: :func:`skillgraph.quality.assess` is pure. HTML files are
 extracted with the project's extractor first; ``.md``/``.txt`` files are judged
 as markdown. ``--status`` and ``--url`` stand in for the response the file came from.
+
+A file that is not text (random bytes, an image) is not assessed: its JSON line
+carries ``"error"``, one line on stderr says why, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -16,13 +19,23 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from skillgraph.commands.markdown import not_text
 from skillgraph.quality import DEFAULT_THRESHOLD, assess
+from skillgraph.settings_check import exit_on_bad_settings
+
+
+class NotTextError(ValueError):
+    """The file is binary data, not a page."""
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".txt")
 
 
 def assess_file(path: Path, status: int, url: str | None, threshold: float) -> dict[str, Any]:
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    data = path.read_bytes()
+    why = not_text(data)
+    if why:
+        raise NotTextError(why)
+    text = data.decode("utf-8", errors="replace")
     if path.suffix.lower() in MARKDOWN_SUFFIXES:
         result = assess(None, markdown=text, status=status, url=url, threshold=threshold)
     else:
@@ -52,6 +65,7 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("give at least one FILE")
         assert self.settings is not None
+        exit_on_bad_settings(self.settings)
         threshold = opts.threshold
         if threshold is None:
             threshold = self.settings.getfloat("SKILLGRAPH_QUALITY_THRESHOLD", DEFAULT_THRESHOLD)
@@ -61,6 +75,11 @@ class Command(ScrapyCommand):
                 line = assess_file(path, opts.status, opts.url, threshold)
             except OSError as exc:
                 line = {"path": name, "error": f"{type(exc).__name__}: {exc.strerror or exc}"}
+                print(f"error: {name}: {exc.strerror or exc}", file=sys.stderr)
+                self.exitcode = 1
+            except NotTextError as exc:
+                line = {"path": name, "error": f"not an HTML or text file: {exc}"}
+                print(f"error: {name} is not an HTML or text file ({exc}); not assessed", file=sys.stderr)
                 self.exitcode = 1
             print(json.dumps(line, ensure_ascii=False))
         sys.stdout.flush()

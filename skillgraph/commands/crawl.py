@@ -26,6 +26,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.asyncio import call_later
 
 from skillgraph.build import Build
+from skillgraph.settings_check import SettingsError, check_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -53,14 +54,9 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         settings = self.crawler_process.settings
         try:
-            from skillgraph.settings_check import SettingsError, check_settings
-        except ImportError:  # pragma: no cover - the module ships with the package
-            pass
-        else:
-            try:
-                check_settings(settings)
-            except SettingsError as exc:
-                raise UsageError(str(exc)) from exc
+            check_settings(settings)
+        except SettingsError as exc:
+            raise UsageError(str(exc)) from exc
         if args[0] == "docs":
             check_start_url(opts.spargs.get("url"))
         try:
@@ -78,7 +74,7 @@ class Command(ScrapyCrawlCommand):
             if build.outcome != "committed":
                 _say(f"interrupted: the build of {build.name} was not committed ({build.failure or 'no pages yet'})")
             return 128 + build.interrupted
-        if build.outcome == "committed":
+        if build.outcome in ("committed", "empty-share"):
             return 0
         if self.crawler_process is not None and self.crawler_process.bootstrap_failed and build.outcome is None:
             _say(f"the crawl could not start: {_bootstrap_error(crawler)} (the log above has the details)")

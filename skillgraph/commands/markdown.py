@@ -5,13 +5,17 @@ crawl: one ``.md`` per input in ``DIR``, or the markdown on stdout when there
 is a single input and no ``-o``.  ``--url`` says where the page came from, so
 relative links are made absolute as they would be in a crawl; without it
 relative links stay relative (they still resolve next to the saved file).
+
+Input that is not text (random bytes, an image, an archive) is refused with one
+line on stderr and exit status 1, never turned into pages of mojibake; files
+written with ``-o`` are mode 0644.
 """
 
 from __future__ import annotations
 
-import os
+import codecs
+import logging
 import sys
-import tempfile
 from argparse import ArgumentParser, Namespace
 from pathlib import Path
 
@@ -19,8 +23,32 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from skillgraph.extract import extract_html
+from skillgraph.files import write_atomic
+from skillgraph.settings_check import exit_on_bad_settings
+
+logger = logging.getLogger(__name__)
 
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+#: C0 control characters that never occur in text (tab, LF, VT, FF, CR and ESC may).
+_CONTROL = frozenset(range(32)) - {9, 10, 11, 12, 13, 27}
+_SNIFF_BYTES = 65536
+
+
+def not_text(data: bytes) -> str:
+    """'' when ``data`` reads as text (HTML, markdown, plain), else why not.
+
+    NUL bytes (outside a UTF-16/32 byte order mark) or more than 1% of C0 control
+    characters in the first 64 KB mean binary data: an image, an archive, random bytes.
+    """
+    head = data[:_SNIFF_BYTES]
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return ""
+    if b"\x00" in head:
+        return "binary data (NUL bytes)"
+    controls = sum(1 for byte in head if byte in _CONTROL)
+    if head and controls * 100 > len(head):
+        return f"binary data ({controls} control bytes in the first {len(head)})"
+    return ""
 
 
 def output_name(path: Path, taken: set[str]) -> str:
@@ -36,18 +64,6 @@ def output_name(path: Path, taken: set[str]) -> str:
         name = f"{stem}-{n}.md"
     taken.add(name)
     return name
-
-
-def write_atomically(target: Path, text: str) -> None:
-    """Write to a temporary file beside ``target`` and move it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".md.tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class Command(ScrapyCommand):
@@ -73,6 +89,8 @@ class Command(ScrapyCommand):
             raise UsageError("give at least one HTML FILE")
         if opts.output is None and len(args) > 1:
             raise UsageError("several FILEs need -o DIR (stdout takes a single file)")
+        assert self.settings is not None
+        exit_on_bad_settings(self.settings)
         out_dir = Path(opts.output) if opts.output else None
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -80,15 +98,27 @@ class Command(ScrapyCommand):
         for name in args:
             path = Path(name)
             try:
-                extraction = extract_html(path.read_bytes(), opts.url)
+                data = path.read_bytes()
             except OSError as exc:
-                print(f"{name}: {exc.strerror or exc}", file=sys.stderr)
+                print(f"error: {name}: {exc.strerror or exc}", file=sys.stderr)
+                self.exitcode = 1
+                continue
+            why = not_text(data)
+            if why:
+                print(f"error: {name} is not an HTML or text file ({why}); nothing written", file=sys.stderr)
+                self.exitcode = 1
+                continue
+            try:
+                extraction = extract_html(data, opts.url)
+            except Exception as exc:  # one line for the user, the traceback at DEBUG
+                logger.debug("extraction of %s failed", name, exc_info=True)
+                print(f"error: {name}: extraction failed ({type(exc).__name__}: {exc})", file=sys.stderr)
                 self.exitcode = 1
                 continue
             if out_dir is None:
                 sys.stdout.write(extraction.markdown)
             else:
                 target = out_dir / output_name(path, taken)
-                write_atomically(target, extraction.markdown)
+                write_atomic(target, extraction.markdown)
                 print(target)
         sys.stdout.flush()

@@ -1,9 +1,13 @@
-"""``scrapy search "QUERY" [-n 10] [--json]``: search the knowledge store (docs/store.md).
+"""``scrapy search "QUERY" [-n 10] [--graph NAME] [--json]``: search the knowledge store (docs/store.md).
 
 Hybrid search (:mod:`skillgraph.store.search`): BM25 over FTS5 and cosine
-over the stored embeddings, fused by reciprocal rank, one hit per document.
-Prints rank, score, URL, heading path and a snippet per hit; ``--json``
-prints one JSON object per hit instead. Exit status 1 when there is no store.
+over the stored embeddings, fused by reciprocal rank, one hit per document,
+with a relevance floor. Prints rank, score, URL, the graph file holding the
+page (``graph/file.md``, when a graph in ``SKILLGRAPH_GRAPHS_DIR`` lists it),
+heading path and a snippet per hit; ``--json`` prints one JSON object per hit
+instead. ``--graph NAME`` searches the pages of one graph only. The embedder
+in use is named on stderr. Exit status 1, with one line on stderr and nothing
+on stdout, when there is no store or no hit.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from argparse import ArgumentParser, Namespace
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import NotConfigured, UsageError
 
-from skillgraph.store.embed import load_embedder
-from skillgraph.store.search import Hit, HybridSearch
+from skillgraph.store.embed import describe, load_embedder
+from skillgraph.store.search import Hit, search_from_settings
 from skillgraph.store.sqlite import open_store
 
 
 def format_hit(hit: Hit) -> str:
-    return f"{hit.rank:>2}. {hit.score:.4f}  {hit.url}\n    {hit.heading}\n    {hit.snippet}"
+    where = f"\n    graph: {hit.graph}/{hit.file}" if hit.graph else ""
+    return f"{hit.rank:>2}. {hit.score:.4f}  {hit.url}{where}\n    {hit.heading}\n    {hit.snippet}"
 
 
 class Command(ScrapyCommand):
@@ -30,7 +35,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return '"QUERY" [-n 10] [--json]'
+        return '"QUERY" [-n 10] [--graph NAME] [--json]'
 
     def short_desc(self) -> str:
         return "Search the knowledge store (BM25 + embeddings, fused)"
@@ -38,6 +43,7 @@ class Command(ScrapyCommand):
     def add_options(self, parser: ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("-n", "--limit", type=int, default=10, help="hits to print (default 10)")
+        parser.add_argument("--graph", default=None, metavar="NAME", help="only pages of this skill graph")
         parser.add_argument("--json", action="store_true", help="one JSON object per hit")
 
     def run(self, args: list[str], opts: Namespace) -> None:
@@ -55,13 +61,21 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         try:
-            searcher = HybridSearch(store, embedder, self.settings.getint("SKILLGRAPH_STORE_SEARCH_CANDIDATES", 50),
-                                    self.settings.getfloat("SKILLGRAPH_STORE_SEMANTIC_WEIGHT", 0.1))
-            hits = searcher.search(query, opts.limit)
+            searcher = search_from_settings(self.settings, store, embedder)
+            if opts.graph and opts.graph not in searcher.graphs.names():  # type: ignore[union-attr]
+                print(f"scrapy search: no graph {opts.graph!r} in {searcher.graphs.root}; "  # type: ignore[union-attr]
+                      "`scrapy mcp`'s list_graphs or `ls` that folder shows the names", file=sys.stderr)
+                self.exitcode = 1
+                return
+            hits = searcher.search(query, opts.limit, graph=opts.graph)
         finally:
             store.close()
         for hit in hits:
             print(json.dumps(hit.to_json(), ensure_ascii=False) if opts.json else format_hit(hit))
-        if not hits:
-            print(f"scrapy search: no hits for {query!r}", file=sys.stderr)
         sys.stdout.flush()
+        scope = f" in graph {opts.graph}" if opts.graph else ""
+        if not hits:
+            print(f"scrapy search: no results for {query!r}{scope} (embedder {describe(embedder)})", file=sys.stderr)
+            self.exitcode = 1
+        else:
+            print(f"scrapy search: {len(hits)} hits{scope} (embedder {describe(embedder)})", file=sys.stderr)

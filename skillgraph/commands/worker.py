@@ -1,4 +1,4 @@
-"""``scrapy worker [--burst] [--from-items DIR]``: a store worker (docs/store.md).
+"""``scrapy worker [--burst] [--from-items DIR] [--reembed]``: a store worker (docs/store.md).
 
 Claims documents from ``skillgraph:queue`` (``REDIS_URL`` required), chunks,
 embeds and stores them in ``SKILLGRAPH_STORE_URL``, then completes them
@@ -6,7 +6,15 @@ embeds and stores them in ``SKILLGRAPH_STORE_URL``, then completes them
 and no stale claim is left to reap; without it the worker waits for
 documents until SIGINT/SIGTERM, which let the current document finish (a
 second signal stops at once; the claim is then reaped later). ``--from-items
-DIR`` stores disk items (``DIR/<spider>/*.json``) without Redis: local mode.
+DIR`` stores disk items (``DIR/<spider>/*.json``) without Redis: local mode
+(idempotent: stored pages are skipped). ``--reembed`` re-embeds every stored
+chunk with the configured embedder after a model change, then exits; until
+then a store embedded by another model refuses to open (exit 2, saying so).
+
+``--burst`` with Redis unreachable fails fast: one line on stderr, exit 1 (a
+long-running worker waits and reconnects instead). A burst or local run whose
+embedder fails stops with exit 1, its document left queued; a long-running
+worker pauses and resumes by itself (the embedder health gate).
 
 No crawl runs, so there is no crawler and no reactor: the worker is a plain
 blocking loop, and its stats go to the log and to ``SKILLGRAPH_STATS_FILE``.
@@ -16,8 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
+import sys
 from argparse import ArgumentParser, Namespace
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +37,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import NotConfigured, UsageError
 from scrapy.utils.log import configure_logging
 
-from skillgraph.store.embed import load_embedder
+from skillgraph.files import write_atomic
+from skillgraph.store.embed import describe, load_embedder
 from skillgraph.store.queue import ClaimQueue
 from skillgraph.store.sqlite import open_store
 from skillgraph.store.worker import BLOCK_SECONDS, StoreWorker, WorkerConfig
@@ -65,10 +74,7 @@ def item_files(root: Path) -> list[Path]:
 
 
 def write_stats(path: str, stats: dict[str, Any]) -> None:
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True))
-    os.replace(tmp, target)
+    write_atomic(Path(path), json.dumps(stats, indent=2, sort_keys=True))
 
 
 class Command(ScrapyCommand):
@@ -76,7 +82,7 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "[--burst] [--from-items DIR]"
+        return "[--burst] [--from-items DIR] [--reembed]"
 
     def short_desc(self) -> str:
         return "Run a store worker: claim documents from Redis, chunk, embed, store"
@@ -86,6 +92,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
         parser.add_argument("--from-items", metavar="DIR", default=None,
                             help="store disk items (DIR/<spider>/*.json) instead of the Redis queue; no Redis needed")
+        parser.add_argument("--reembed", action="store_true",
+                            help="re-embed every stored chunk with the configured embedder (after a model change)")
 
     def run(self, args: list[str], opts: Namespace) -> None:
         if args:
@@ -94,6 +102,9 @@ class Command(ScrapyCommand):
         settings = self.settings
         configure_logging(settings)
         redis_url = settings.get("REDIS_URL")
+        if opts.reembed:
+            self.exitcode = self.reembed()
+            return
         if not opts.from_items and not redis_url:
             raise UsageError("REDIS_URL is not set: a store worker claims from the Redis queue "
                              "(or use --from-items DIR to store disk items locally)")
@@ -102,6 +113,7 @@ class Command(ScrapyCommand):
             store = open_store(settings, embedder.name, embedder.dimension)
         except NotConfigured as exc:
             raise UsageError(str(exc)) from exc
+        logger.info("Embedder: %s", describe(embedder))
         config = WorkerConfig.from_settings(settings)
         client = None
         if opts.from_items:
@@ -113,6 +125,15 @@ class Command(ScrapyCommand):
 
             client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=BLOCK_SECONDS + 10,
                                           retry=Retry(NoBackoff(), 0))
+            if opts.burst:
+                try:
+                    client.ping()
+                except (redis.RedisError, OSError) as exc:
+                    store.close()
+                    print(f"scrapy worker: Redis at {redis_url} is unreachable ({exc}); start it, "
+                          "or run without --burst to wait for it", file=sys.stderr)
+                    self.exitcode = 1
+                    return
             worker = StoreWorker(store, embedder, config, ClaimQueue(client))
         try:
             with stop_on_signals(worker):
@@ -121,9 +142,38 @@ class Command(ScrapyCommand):
                     self.exitcode = 1 if worker.summary()["failed"] else 0
                 else:
                     stats = worker.run(burst=opts.burst)
+                if worker.embedder_down_since is not None:
+                    print(f"scrapy worker: the embedder {embedder.name} failed; the document it was on is still "
+                          "queued (see the log); fix the embedder and run again", file=sys.stderr)
+                    self.exitcode = 1
         finally:
             store.close()
             if client is not None:
                 client.close()
         if settings.get("SKILLGRAPH_STATS_FILE"):
             write_stats(settings["SKILLGRAPH_STATS_FILE"], dict(stats))
+
+    def reembed(self) -> int:
+        """``--reembed``: every chunk's vector again, with the configured embedder; 0 when done."""
+        assert self.settings is not None
+        try:
+            embedder = load_embedder(self.settings)
+            store = open_store(self.settings, embedder.name, embedder.dimension, must_exist=True,
+                               check_embedder=False)
+        except NotConfigured as exc:
+            print(f"scrapy worker: {exc}", file=sys.stderr)
+            return 1
+        wanted = f"{embedder.name}/{embedder.dimension}"
+        try:
+            before = store.embedder_of()
+            if before == wanted:
+                print(f"scrapy worker: {store.path} is already embedded with {wanted}; nothing to do",
+                      file=sys.stderr)
+                return 0
+            logger.info("Re-embedding %s: %s -> %s", store.path, before, wanted)
+            done = store.reembed(embedder.embed, embedder.name, embedder.dimension,
+                                 progress=lambda n, total: logger.info("Re-embedded %d/%d chunks", n, total))
+        finally:
+            store.close()
+        print(f"scrapy worker: re-embedded {done} chunks of {store.path}: {before} -> {wanted}", file=sys.stderr)
+        return 0

@@ -3,14 +3,28 @@
 :func:`configure` is called by the add-on. It switches the scheduler only when
 ``REDIS_URL`` is set and ``SKILLGRAPH_DISTRIBUTED_ENABLED`` is true; otherwise
 the crawl keeps Scrapy's own scheduler (and JOBDIR resume).
+
+:func:`redis_at_start` is the one look at Redis when a crawl opens, shared by
+every component that would use it (the scheduler, the dual write, shared
+detection). It waits up to ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT`` seconds
+(asyncio: the reactor runs on) for Redis to answer. If it does not, the crawl
+runs as in local mode — Scrapy's scheduler, documents on disk only — and says
+so once: one warning, ``skillgraph/distributed/redis_unavailable``, a
+``sources.json`` warning. ``scrapy replay`` queues the documents later.
+scrapy-redis itself pings once in ``from_crawler`` and fails the crawl.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
@@ -26,6 +40,11 @@ SETTINGS: dict[str, object] = {
     "REDIS_PARAMS": {"socket_connect_timeout": 2, "socket_timeout": 5, "retry_on_timeout": False},
 }
 
+UNAVAILABLE_STAT = "skillgraph/distributed/redis_unavailable"
+RETRY_INTERVAL = 0.25  # seconds between connection attempts while waiting at start
+
+_AT_START: WeakKeyDictionary[Crawler, asyncio.Future[str | None]] = WeakKeyDictionary()
+
 
 def enabled(settings: BaseSettings) -> bool:
     return bool(settings.get("REDIS_URL")) and settings.getbool("SKILLGRAPH_DISTRIBUTED_ENABLED", True)
@@ -37,3 +56,85 @@ def configure(settings: BaseSettings) -> None:
         return
     for name, value in SETTINGS.items():
         settings.set(name, value, "addon")
+
+
+def redis_location(url: str) -> str:
+    """``host:port/db`` of a Redis URL, without user or password (for logs)."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname or '?'}:{parts.port or 6379}{parts.path if parts.path not in ('', '/') else '/0'}"
+
+
+async def wait_for_redis(url: str, timeout: float) -> str | None:
+    """Ping Redis until it answers or ``timeout`` seconds have passed: None, or the last error."""
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout, 0.0)
+    while True:
+        attempt = max(deadline - loop.time(), 0.5)  # timeout 0: one attempt
+        client = Redis.from_url(url, socket_connect_timeout=attempt, socket_timeout=attempt,
+                                retry=Retry(NoBackoff(), 0))
+        try:
+            await asyncio.wait_for(client.ping(), attempt)
+            return None
+        except (TimeoutError, RedisError, OSError) as exc:
+            error = str(exc) or type(exc).__name__
+        finally:
+            await client.aclose()
+        if loop.time() + RETRY_INTERVAL >= deadline:
+            return error
+        await asyncio.sleep(RETRY_INTERVAL)
+
+
+async def redis_at_start(crawler: Crawler) -> str | None:
+    """Whether this crawl may use Redis: None when it answered at start, else why not.
+
+    Asked once per crawler (the first caller waits, the others share the
+    answer). On a failure it warns once, counts the stat, puts the crawl's
+    Redis state out of use for the whole run (no per-page retries, no second
+    warning) and records the fallback in ``sources.json``.
+    """
+    found = _AT_START.get(crawler)
+    if found is None:
+        found = _AT_START[crawler] = asyncio.ensure_future(_look(crawler))
+    return await asyncio.shield(found)
+
+
+def redis_unavailable_at_start(crawler: Crawler) -> bool:
+    """True once :func:`redis_at_start` found Redis unreachable (for components set up later)."""
+    found = _AT_START.get(crawler)
+    return found is not None and found.done() and not found.cancelled() and found.result() is not None
+
+
+async def _look(crawler: Crawler) -> str | None:
+    settings = crawler.settings
+    url = settings.get("REDIS_URL")
+    if not url:
+        return "REDIS_URL is not set"
+    timeout = settings.getfloat("SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT", 5.0)
+    error = await wait_for_redis(url, timeout)
+    if error is None:
+        return None
+    from skillgraph.signals import build_warning
+    from skillgraph.state import RedisState, get_state
+
+    state = get_state(crawler)
+    if isinstance(state, RedisState):  # answers "unknown" for the whole run, without a warning of its own
+        state.down_until = math.inf
+        state.warned = True
+    if crawler.stats is not None:
+        crawler.stats.set_value(UNAVAILABLE_STAT, 1)
+    spider = crawler.spider.name if crawler.spider is not None else "SPIDER"
+    where = redis_location(url)
+    logger.warning("Redis at %s unreachable for %g s (%s): this crawl runs on a local frontier and keeps its "
+                   "documents on disk only; run `scrapy replay %s` when Redis is back", where, timeout, error, spider)
+    crawler.signals.send_catch_log(
+        build_warning, kind="redis-unavailable", url=None,
+        message=f"Redis at {where} was unreachable at start: local frontier; documents not queued for the store "
+                f"until `scrapy replay {spider}`")
+    return error

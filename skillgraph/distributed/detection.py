@@ -50,7 +50,7 @@ from redis.exceptions import RedisError
 from scrapy import signals
 from scrapy.utils.misc import load_object
 
-from skillgraph.distributed import enabled
+from skillgraph.distributed import enabled, redis_unavailable_at_start
 from skillgraph.distributed.frontier import FrontierKeys
 from skillgraph.profiler import Probe, SiteProfile
 from skillgraph.signals import profile_detected
@@ -120,7 +120,7 @@ class SharedDetection:
         from skillgraph.distributed.scheduler import frontier_name
 
         crawler = spider.crawler
-        if not shared_detection_enabled(crawler):
+        if not shared_detection_enabled(crawler) or redis_unavailable_at_start(crawler):  # a local crawl
             return None
         settings = crawler.settings
         return cls(crawler, spider, connect_redis(settings["REDIS_URL"]), FrontierKeys.for_name(frontier_name(spider)),

@@ -24,6 +24,13 @@ subclass adds, and why:
   is queued or in flight anywhere, polling every ``POLL_INTERVAL``, and closes
   when the frontier is drained. A worker that died stops sending heartbeats; its
   requests are requeued after ``SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT``.
+* **Redis down at start: a local crawl.** scrapy-redis pings Redis in
+  ``from_crawler`` and the crawl dies with a traceback. Here ``open`` waits for
+  Redis (:func:`skillgraph.distributed.redis_at_start`, asyncio, up to
+  ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT``); if it does not answer, every
+  call goes to Scrapy's own scheduler, built as in local mode (memory, disk
+  and priority queues from the settings, ``JOBDIR``) with Scrapy's default
+  dupefilter, and the crawl runs as a local one.
 * **Clean slate.** The last worker out clears queue, dupefilter and shared profile (unless
   ``SCHEDULER_PERSIST``): a fresh crawl tomorrow is not filtered by today's.
   After a crash (no clean exit) the frontier stays and the next run resumes it.
@@ -42,6 +49,7 @@ trip per call, measured in bench/distributed.py.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -53,17 +61,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import RedisError
 from scrapy import signals
+from scrapy.core.scheduler import Scheduler as LocalScheduler
 from scrapy.exceptions import DontCloseSpider
+from scrapy.settings import default_settings
 from scrapy.utils.asyncio import CallLaterResult, call_later, create_looping_call
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.job import job_dir
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy_redis import connection
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
+from skillgraph.distributed import redis_at_start
 from skillgraph.distributed.frontier import Frontier, FrontierKeys
 from skillgraph.signals import build_warning
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -76,15 +93,48 @@ def frontier_name(spider: Spider) -> str:
     return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
 
 
+def local_scheduler(crawler: Crawler) -> LocalScheduler:
+    """Scrapy's scheduler as a local crawl builds it, with Scrapy's dupefilter instead of scrapy-redis's."""
+    settings = crawler.settings
+    return LocalScheduler(
+        dupefilter=build_from_crawler(load_object(default_settings.DUPEFILTER_CLASS), crawler),
+        jobdir=job_dir(settings),
+        dqclass=load_object(settings["SCHEDULER_DISK_QUEUE"]),
+        mqclass=load_object(settings["SCHEDULER_MEMORY_QUEUE"]),
+        logunser=settings.getbool("SCHEDULER_DEBUG"),
+        stats=crawler.stats,
+        pqclass=load_object(settings["SCHEDULER_PRIORITY_QUEUE"]),
+        crawler=crawler,
+    )
+
+
 class DistributedScheduler(Scheduler):
     crawler: Crawler
     queue: Frontier
 
     @classmethod
+    def from_settings(cls, settings: BaseSettings) -> DistributedScheduler:
+        """scrapy-redis's settings, without its ping: :meth:`open` asks Redis, and may wait for it."""
+        options: dict[str, Any] = {
+            "persist": settings.getbool("SCHEDULER_PERSIST"),
+            "flush_on_start": settings.getbool("SCHEDULER_FLUSH_ON_START"),
+            "idle_before_close": settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE"),
+        }
+        for option, name in (("queue_key", "SCHEDULER_QUEUE_KEY"), ("dupefilter_key", "SCHEDULER_DUPEFILTER_KEY"),
+                             ("serializer", "SCHEDULER_SERIALIZER")):
+            if settings.get(name):
+                options[option] = settings.get(name)
+        if isinstance(options.get("serializer"), str):
+            options["serializer"] = importlib.import_module(options["serializer"])
+        return cls(server=connection.from_settings(settings), **options)
+
+    @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedScheduler:
-        scheduler: DistributedScheduler = super().from_crawler(crawler)
         settings = crawler.settings
+        scheduler = cls.from_settings(settings)
+        scheduler.stats = crawler.stats
         scheduler.crawler = crawler
+        scheduler.fallback = None
         scheduler.worker_timeout = settings.getfloat("SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT", 30.0)
         scheduler.poll_interval = settings.getfloat("SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL", 0.5)
         scheduler.debug = settings.getbool("DUPEFILTER_DEBUG")
@@ -116,6 +166,7 @@ class DistributedScheduler(Scheduler):
     retry_seconds: float
     down_until: float
     outage_logged: bool
+    fallback: LocalScheduler | None  # Redis was unreachable at start: a local crawl
 
     def guarded(self, call: Callable[[], _T], default: _T) -> _T:
         """Run a Redis call; during an outage answer ``default`` and go on with the local queue.
@@ -138,8 +189,16 @@ class DistributedScheduler(Scheduler):
         self.outage_logged = False
         return result
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred[None]:
+        return deferred_from_coro(self._open(spider))
+
+    async def _open(self, spider: Spider) -> None:
         self.spider = spider
+        if await redis_at_start(self.crawler) is not None:
+            self.fallback = local_scheduler(self.crawler)
+            if (opened := self.fallback.open(spider)) is not None:
+                await maybe_deferred_to_future(opened)
+            return
         name = frontier_name(spider)
         keys = FrontierKeys.for_name(name, self.queue_key, self.dupefilter_key)
         self.queue = Frontier(self.server, spider, keys, self.worker, self.serializer)
@@ -160,6 +219,8 @@ class DistributedScheduler(Scheduler):
     # requests -----------------------------------------------------------------
 
     def enqueue_request(self, request: Request) -> bool:
+        if self.fallback is not None:
+            return self.fallback.enqueue_request(request)
         if not request.dont_filter and self.guarded(lambda: self.df.request_seen(request), False):
             self.df.log(request, self.spider)
             return False
@@ -178,6 +239,8 @@ class DistributedScheduler(Scheduler):
         return True
 
     def next_request(self) -> Request | None:
+        if self.fallback is not None:
+            return self.fallback.next_request()
         self.acknowledge()
         if self.local:
             return self.local.popleft()
@@ -209,9 +272,13 @@ class DistributedScheduler(Scheduler):
         return any(slot.queue for slot in slots.values())
 
     def has_pending_requests(self) -> bool:
+        if self.fallback is not None:
+            return self.fallback.has_pending_requests()
         return bool(self.local) or self.guarded(self.queue.__len__, 0) > 0
 
     def __len__(self) -> int:
+        if self.fallback is not None:
+            return len(self.fallback)
         return len(self.local) + self.guarded(self.queue.__len__, 0)
 
     def acknowledge(self) -> None:
@@ -274,7 +341,9 @@ class DistributedScheduler(Scheduler):
 
     # closing ------------------------------------------------------------------
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> Deferred[None] | None:
+        if self.fallback is not None:
+            return self.fallback.close(reason)
         if self.beat.running:
             self.beat.stop()
         if self.wake_call is not None:
@@ -298,3 +367,4 @@ class DistributedScheduler(Scheduler):
                 build_warning, kind="partial", url=None,
                 message=f"distributed crawl: {why}; this graph holds only the pages worker {self.worker} "
                         "fetched (every document is in skillgraph:queue once)")
+        return None

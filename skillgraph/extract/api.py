@@ -16,9 +16,12 @@ from lxml import etree
 
 from skillgraph.extract.content import main_content
 from skillgraph.extract.detect import detect
-from skillgraph.extract.fallback import article_body
 from skillgraph.extract.inline import Linker, escape, plain_text, squash
 from skillgraph.extract.render import Renderer
+from skillgraph.extract.select import descend, masses, structure
+from skillgraph.extract.toc import INDEX_PAGE_CHARS, with_toc
+from skillgraph.quality.model import FAIL, PASS, Check
+from skillgraph.quality.structure import structure_check
 
 if TYPE_CHECKING:
     from scrapy.http import TextResponse
@@ -30,6 +33,10 @@ _first_heading = etree.XPath("//*[@id='firstHeading']")
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
 
 
+#: The verdict of an extraction with nothing to check (an empty document).
+NOT_CHECKED = Check(PASS, "not checked", 1.0)
+
+
 @dataclass(frozen=True)
 class Extraction:
     """Result of extracting one page."""
@@ -37,6 +44,10 @@ class Extraction:
     title: str  #: page title (h1 text, else ``<title>``, cleaned)
     markdown: str  #: docs-grade markdown of the main content
     generator: str | None  #: detected family, e.g. ``"sphinx"``, ``"docusaurus"``
+    #: the structural self-check of the markdown against the element it came from
+    structure: Check = NOT_CHECKED
+    #: why the first candidate element was given up for another (None: it was kept)
+    reextracted: str | None = None
 
 
 def _clean_title(text: str) -> str:
@@ -50,22 +61,6 @@ def _clean_title(text: str) -> str:
     return text
 
 
-def _title(root: etree._Element, main: etree._Element | None, generator: str | None) -> str:
-    heading = _first_heading(root) if generator == "mediawiki" else None
-    for scope in (main, heading[0] if heading else None):
-        if scope is None:
-            continue
-        h1 = scope if scope.tag == "h1" else scope.find(".//h1")
-        if h1 is not None:
-            text = plain_text(h1)
-            if text:
-                return text
-    title = root.find("head/title")
-    if title is None:
-        title = root.find(".//title")
-    return _clean_title(title.text or "") if title is not None and title.text else ""
-
-
 def _base(root: etree._Element, url: str | None) -> str | None:
     base = root.find("head/base")
     href = base.get("href") if base is not None else None
@@ -77,53 +72,119 @@ def _base(root: etree._Element, url: str | None) -> str | None:
         return url
 
 
-#: Below this many characters a page is an index page whose table of contents is its content.
-INDEX_PAGE_CHARS = 400
+_title_class = etree.XPath("(//*[contains(concat(' ', normalize-space(@class), ' '), ' title ')])[1]")
 
 
-def _with_toctrees(renderer: Renderer, body: etree._Element, markdown: str) -> str:
-    """Keep a Sphinx index page's toctree: elsewhere it is navigation, here it is the page.
-
-    Toctrees are skipped as chrome everywhere (they repeat the sidebar), which
-    leaves pages such as ``contents.html`` or ``library/windows.html`` nearly
-    empty; for those the child pages, with their links, are the content. Only
-    the first level is kept: ``contents.html``'s full tree is over a megabyte.
-    """
-    items = []
-    for toc in body.iter("div"):
-        if "toctree-wrapper" not in (toc.get("class") or "").split():
+def _title(root: etree._Element, main: etree._Element, generator: str | None) -> str:
+    heading = _first_heading(root) if generator == "mediawiki" else None
+    for scope in (main, heading[0] if heading else None):
+        if scope is None:
             continue
-        for li in toc.iter("li"):
-            if "toctree-l1" in (li.get("class") or "").split():
-                text = " ".join(renderer.blocks(li, exclude=li.find("ul"))).strip()
-                if text:
-                    items.append(f"- {text}")
-    if not items:
-        return markdown
-    return f"{markdown}\n\n" + "\n".join(items) if markdown else "\n".join(items)
+        h1 = scope if scope.tag == "h1" else scope.find(".//h1")
+        if h1 is not None:
+            text = plain_text(h1)
+            if text:
+                return text
+    if main.find(".//h1") is None and main.tag != "body":
+        # A title block left outside the content column (Doxygen ``div.title``).
+        found = _title_class(root)
+        if found and not _inside(found[0], main):
+            text = plain_text(found[0])
+            if 0 < len(text) <= 200:
+                return text
+    title = root.find("head/title")
+    if title is None:
+        title = root.find(".//title")
+    return _clean_title(title.text or "") if title is not None and title.text else ""
+
+
+def _inside(el: etree._Element, scope: etree._Element) -> bool:
+    return any(a is scope for a in el.iterancestors())
+
+
+def _render(root: etree._Element, body: etree._Element, url: str | None,
+            skip: set[etree._Element] | None) -> tuple[Renderer, str]:
+    renderer = Renderer(Linker(_base(root, url), url), skip)
+    markdown = renderer.markdown(body)
+    if len(markdown) < INDEX_PAGE_CHARS:
+        page = root.find("body")
+        markdown = with_toc(renderer, body, markdown, page if page is not None else root)
+    return renderer, markdown
+
+
+def _head_title(markdown: str, title: str) -> str | None:
+    """The markdown with its first heading made the H1 when it repeats the title, else None."""
+    if not markdown.startswith("#"):
+        return None
+    line, _, rest = markdown.partition("\n")
+    level = len(line) - len(line.lstrip("#"))
+    if level < 2 or squash(line[level:]).casefold() != squash(escape(title)).casefold():
+        return None
+    return f"# {line[level:].strip()}" + (f"\n{rest}" if rest else "")
 
 
 def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extraction:
-    """Extract from an already parsed document; ``root`` is not mutated."""
+    """Extract from an already parsed document; ``root`` is not mutated.
+
+    The content element is the generator's landmark when there is one, else the
+    structural scorer's column (:mod:`select`); the markdown is checked against
+    the element's structure and, when it lost it, re-extracted from the next
+    candidate (the scored column, then the whole body).
+    """
     if hasattr(root, "getroot"):  # an ElementTree rather than its root element
         root = root.getroot()
     generator = detect(root)
-    main = main_content(root, generator)
-    body = main
-    if body is None:
-        body = article_body(root, url)
-    if body is None:
-        body = root.find("body")
+    body = root.find("body")
     if body is None:
         body = root
-    renderer = Renderer(Linker(_base(root, url), url))
-    markdown = renderer.markdown(body)
-    if len(markdown) < INDEX_PAGE_CHARS:
-        markdown = _with_toctrees(renderer, body, markdown)
-    title = _title(root, main if main is not None else body, generator)
+    landmark = main_content(root, generator)
+    scores = None
+    if landmark is None:
+        scores = masses(body)
+        first = descend(body, scores)
+    else:
+        first = landmark
+    tried: list[tuple[etree._Element, Renderer, str, Check]] = []
+    element = first
+    while True:
+        renderer, markdown = _render(root, element, url, scores.navbars if scores is not None else None)
+        check = structure_check(structure(element, body), markdown)
+        tried.append((element, renderer, markdown, check))
+        if check.status != FAIL:
+            break
+        following = None
+        if element is landmark:
+            scores = scores if scores is not None else masses(body)
+            following = descend(body, scores)
+        if following is None or any(following is t[0] for t in tried):
+            following = body
+        if any(following is t[0] for t in tried):
+            break
+        element = following
+    chosen = next((t for t in tried if t[3].status != FAIL), tried[0])
+    element, renderer, markdown, check = chosen
+    reextracted = None
+    if chosen is not tried[0]:
+        reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
+    title = _title(root, element, generator)
     if title and not renderer.saw_h1:
-        markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
-    return Extraction(title=title, markdown=markdown + "\n" if markdown else "", generator=generator)
+        promoted = _head_title(markdown, title)
+        if promoted is not None:
+            markdown = promoted
+        else:
+            markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
+    return Extraction(title=title, markdown=markdown + "\n" if markdown else "", generator=generator,
+                      structure=check, reextracted=reextracted)
+
+
+def _name(el: etree._Element) -> str:
+    """``div.sect1`` / ``main#content``: a short name for messages."""
+    name = str(el.tag)
+    if el.get("id"):
+        name += "#" + str(el.get("id"))
+    elif el.get("class"):
+        name += "." + ".".join(str(el.get("class")).split()[:2])
+    return name
 
 
 def parse(html: str | bytes) -> etree._Element | None:

@@ -62,6 +62,10 @@ def indent_item(marker: str, blocks: list[str]) -> str:
     """A list item: marker on the first line, continuation lines indented under it."""
     pad = " " * (len(marker) + 1)
     lines = join_blocks(blocks).split("\n")
+    if lines[0].startswith("```"):
+        # A fence opening on the marker line ("- ```") is not seen as a fence by line-based
+        # readers, which then pair every later fence wrongly: the item opens on its own line.
+        return marker + "".join("\n" + (pad + line if line else "") for line in lines)
     rest = "".join("\n" + (pad + line if line else "") for line in lines[1:])
     return f"{marker} {lines[0]}{rest}"
 
@@ -69,3 +73,27 @@ def indent_item(marker: str, blocks: list[str]) -> str:
 def quote_lines(text: str) -> str:
     """Prefix every line with ``>`` (blockquotes and admonitions)."""
     return "\n".join("> " + line if line else ">" for line in text.split("\n"))
+
+
+def hoist_fences(items: list[tuple[str, list[str]]]) -> list[str]:
+    """A nested list whose items hold code: fenced blocks step out to the enclosing item.
+
+    Inside a nested list item a fence is indented four spaces or more, which line-based
+    readers (chunkers, fence-pairing scripts) do not take for a fence and which then pairs
+    every later fence wrongly. The fence and what follows it in its item are written at
+    the enclosing item's level; the next item starts a new list (numbering continues).
+    """
+    out: list[str] = []
+    run: list[str] = []
+    for marker, blocks in items:
+        cut = next((i for i, b in enumerate(blocks) if b.startswith("```")), len(blocks))
+        if cut:
+            run.append(indent_item(marker, blocks[:cut]))
+        if cut < len(blocks):
+            if run:
+                out.append("\n".join(run))
+                run = []
+            out.extend(blocks[cut:])
+    if run:
+        out.append("\n".join(run))
+    return out

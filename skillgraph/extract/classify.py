@@ -19,6 +19,7 @@ TABSET = 8
 TABLIST = 16
 TABPANEL = 32
 LAYOUT = 64
+CODE = 128
 
 #: Never content: scripts, forms, media without text, site chrome landmarks.
 SKIP_TAGS = frozenset(
@@ -32,7 +33,7 @@ SKIP_TAGS = frozenset(
 #: Class tokens that mark chrome on any element.
 _SKIP_TOKENS = frozenset(
     [
-        "toc", "table-of-contents", "contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
+        "toc", "table-of-contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
         "breadcrumbs", "wy-breadcrumbs", "theme-doc-breadcrumbs", "md-path", "sphinxsidebar", "sphinxsidebarwrapper",
         "related", "rst-footer-buttons", "footer", "pagination", "pagination-nav", "prev-next", "related-pages",
         "md-footer", "page-footer", "VPDocFooter", "pager", "edit-this-page", "theme-edit-this-page", "edit-page",
@@ -46,7 +47,8 @@ _SKIP_TOKENS = frozenset(
         "content-icon-container", "lang", "buttons", "theme-doc-footer", "theme-last-updated",
         "docMainContainer-footer", "toc-tree", "toc-sticky", "toc-title", "toc-container", "toc-wrapper",
         "toc-list", "tocwrapper", "toctree-wrapper", "print:hidden", "print:nx-hidden", "d-print-none", "noprint",
-        "no-print", "hidden-print",
+        "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
+        "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer",
     ]
 )
 
@@ -70,6 +72,8 @@ ADMONITION_TOKENS = frozenset(
 )
 #: Lists used for page layout (Javadoc), rendered as plain containers.
 _LAYOUT_TOKENS = frozenset(["summary-list", "member-list", "details-list", "block-list", "blockList"])
+#: Class tokens of code containers that hold lines without a ``<pre>`` (Doxygen ``div.fragment``).
+CODE_TOKENS = frozenset(["fragment", "programlisting", "codeblock", "code-block", "listing", "sourcecode"])
 _SIG_DL_TOKENS = frozenset(
     [
         "function", "class", "method", "attribute", "data", "exception", "classmethod", "staticmethod", "describe",
@@ -91,7 +95,8 @@ SKIP_ROLES = frozenset(["navigation", "banner", "contentinfo", "search"])
 SKIP_IDS = frozenset(
     [
         "toc", "sidebar", "breadcrumbs", "cookie-banner", "cookie-consent", "footer", "mw-navigation", "siteSub",
-        "contentSub", "jump-to-nav", "catlinks", "page-footer",
+        "contentSub", "jump-to-nav", "catlinks", "page-footer", "side-nav", "nav-tree", "nav-path", "main-nav",
+        "MSearchBox", "MSearchSelectWindow", "MSearchResultsWindow", "titlearea",
     ]
 )
 
@@ -102,6 +107,8 @@ CACHE_LIMIT = 50_000
 def _classify(tag: str, cls: str) -> int:
     flags = 0
     tokens = cls.split()
+    if "contents" in tokens and (tag == "nav" or "topic" in tokens or "local" in tokens):
+        return SKIP  # Sphinx / docutils local table of contents (Doxygen's div.contents is the page)
     for tok in tokens:
         if tok in _SKIP_TOKENS or (tag == "a" and tok in _ANCHOR_TOKENS):
             return SKIP
@@ -115,6 +122,8 @@ def _classify(tag: str, cls: str) -> int:
             flags |= TABSET
         if tok in _LAYOUT_TOKENS and tag in ("ul", "ol"):
             flags |= LAYOUT
+        if tok in CODE_TOKENS and tag == "div":
+            flags |= CODE
     if tag == "dt" and ("sig" in tokens or "sig-object" in tokens):
         flags |= SIGNATURE
     if tag == "dl" and _SIG_DL_TOKENS.intersection(tokens):

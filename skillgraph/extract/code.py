@@ -67,6 +67,8 @@ def _walk(el: etree._Element, parts: list[str]) -> None:
                 _walk(child, parts)
                 if parts and not parts[-1].endswith("\n"):
                     parts.append("\n")
+                if child.tail and child.tail.isspace():
+                    continue  # markup indentation between line elements (Doxygen div.line)
             else:
                 _walk(child, parts)
         if child.tail:
@@ -104,7 +106,9 @@ def _lang_from(el: etree._Element | None, bare: bool) -> str | None:
     for tok in cls.split():
         for prefix in _LANG_PREFIXES:
             if tok.startswith(prefix) and len(tok) > len(prefix):
-                return tok[len(prefix) :]
+                value = tok[len(prefix) :]
+                # Sphinx's ``highlight-default`` is its default lexer: Python (``highlight_language``)
+                return "python" if prefix == "highlight-" and value == "default" else value
         if bare and tok in _KNOWN_LANGS:
             return tok
     return None

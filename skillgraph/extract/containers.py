@@ -9,6 +9,7 @@ signature followed by its description.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from lxml import etree
@@ -17,6 +18,7 @@ from skillgraph.extract.blocks import Out, is_list_block, quote_lines
 from skillgraph.extract.classify import (
     ADMONITION,
     ADMONITION_TOKENS,
+    CODE,
     KINDS,
     LAYOUT,
     SIGNATURE,
@@ -26,18 +28,25 @@ from skillgraph.extract.classify import (
     TABSET,
     kind,
 )
+from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text
 
 if TYPE_CHECKING:
     from skillgraph.extract.render import Renderer
 
+_FENCE_LINE = re.compile(r"^ {0,3}```", re.M)
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
 
 def special(r: Renderer, el: etree._Element, tag: str, flags: int, out: Out) -> None:
     """Render an element whose class or role (``flags``, from :func:`kind`) says more than its tag."""
-    if flags & TABLIST:
+    if flags & CODE and el.find(".//pre") is None:
+        out.flush()
+        block = code_block(el)
+        if block:
+            out.blocks.append(block)
+    elif flags & TABLIST:
         remember_tabs(r, el)
     elif flags & ADMONITION:
         admonition(r, el, out)
@@ -57,6 +66,8 @@ def special(r: Renderer, el: etree._Element, tag: str, flags: int, out: Out) -> 
             out.blocks.append(f"**{escape(label)}**")
         r.walk(el, out)
         out.flush()
+    elif flags & CODE:
+        r.block(el, out)  # a code wrapper around a <pre>: the <pre> is the block
     else:
         r.element(el, out)
 
@@ -109,7 +120,13 @@ def admonition(r: Renderer, el: etree._Element, out: Out) -> None:
             body[0] = f"{lead} {first}"
         else:
             body.insert(0, lead)
-    if body:
+    if not body:
+        return
+    if any(_FENCE_LINE.search(block) for block in body):
+        # Quoted fences ("> ```") are lost on line-based readers (chunkers, fidelity checks):
+        # an admonition holding code keeps its label and its blocks, unquoted.
+        out.blocks.extend(body)
+    else:
         out.blocks.append(quote_lines("\n\n".join(body)))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from lxml import etree
 
 from skillgraph.extract import code, containers, tables
-from skillgraph.extract.blocks import BR, Out, indent_item, quote_lines
+from skillgraph.extract.blocks import BR, Out, hoist_fences, indent_item, quote_lines
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import (
     Linker,
@@ -32,12 +32,15 @@ Handler = Callable[["Renderer", etree._Element, Out], None]
 class Renderer:
     """Walks an element tree and renders it as markdown (never mutating it)."""
 
-    def __init__(self, linker: Linker) -> None:
+    def __init__(self, linker: Linker, skip: set[etree._Element] | None = None) -> None:
         self.linker = linker
+        self.skip = skip or None  #: more chrome to skip (navigation bars found by the scorer)
         self.tab_queue: list[str] = []
         self.tab_by_id: dict[str, str] = {}
         self.saw_h1 = False
         self.in_heading = False
+        self.in_cell = 0  #: depth of table cells being rendered (code stays inline there)
+        self.list_depth = 0  #: depth of list items being rendered
 
     def markdown(self, el: etree._Element) -> str:
         """Markdown for the children of ``el``."""
@@ -60,9 +63,10 @@ class Renderer:
         text = el.text
         if text and (inline or not text.isspace()):
             inline.append(escape(text))
+        skip = self.skip
         for child in el:
             tag = child.tag
-            if tag.__class__ is str and child is not exclude:
+            if tag.__class__ is str and child is not exclude and not (skip and child in skip):
                 flags = kind(child, tag)
                 if flags:
                     if not flags & SKIP:
@@ -123,12 +127,20 @@ class Renderer:
             if tag != "li" and items:
                 items[-1][1].extend(self.blocks_of(child))
                 continue
-            blocks = self.blocks(child) if tag == "li" else self.blocks_of(child)
+            self.list_depth += 1
+            try:
+                blocks = self.blocks(child) if tag == "li" else self.blocks_of(child)
+            finally:
+                self.list_depth -= 1
             marker = f"{n}." if ordered else "-"
             n += 1
             if blocks:
                 items.append((marker, blocks))
-        if items:
+        if not items:
+            return
+        if self.list_depth and any(b.startswith("```") for _, blocks in items for b in blocks):
+            out.blocks.extend(hoist_fences(items))
+        else:
             out.blocks.append("\n".join(indent_item(m, b) for m, b in items))
 
     def blocks_of(self, el: etree._Element) -> list[str]:
@@ -145,7 +157,9 @@ class Renderer:
     def quote(self, el: etree._Element, out: Out) -> None:
         out.flush()
         blocks = self.blocks(el)
-        if blocks:
+        if any(b.startswith("```") for b in blocks):
+            out.blocks.extend(blocks)  # an indented block holding code (reST block quotes): fences unquoted
+        elif blocks:
             out.blocks.append(quote_lines("\n\n".join(blocks)))
 
     def rule(self, el: etree._Element, out: Out) -> None:
@@ -162,7 +176,8 @@ class Renderer:
 
     def code(self, el: etree._Element, out: Out) -> None:
         text = "".join(el.itertext())
-        if "\n" in text.strip() and not (el.tail or "").strip() and not "".join(out.inline).strip():
+        if (not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
+                and not "".join(out.inline).strip()):
             out.flush()  # a multi-line <code> standing alone is a code block without its <pre>
             out.blocks.append(code.fence(text.strip("\n").rstrip(), code.language(el)))
             return

@@ -28,6 +28,26 @@ if TYPE_CHECKING:
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
 _CELLS = frozenset(["td", "th"])
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _layout(r: Renderer, el: etree._Element, out: Out) -> None:
+    """A table that holds headings lays a page out (Doxygen member lists): rows as blocks, headings kept."""
+    for tr, _ in _rows(el):
+        line: list[str] = []
+        for cell in tr:
+            if cell.tag not in _CELLS or kind(cell, str(cell.tag)) & SKIP:
+                continue
+            for block in r.blocks(cell):
+                if _is_block(block):
+                    if line:
+                        out.blocks.append(" ".join(line))
+                        line = []
+                    out.blocks.append(block)
+                else:
+                    line.append(block.replace("\\\n", " ").replace("\n", " "))
+        if line:
+            out.blocks.append(" ".join(line))
 
 
 def _rows(table: etree._Element) -> Iterator[tuple[etree._Element, bool]]:
@@ -59,6 +79,9 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
         if block:
             out.blocks.append(block)
         return
+    if next(el.iter(*_HEADINGS), None) is not None:
+        _layout(r, el, out)
+        return
     caption = el.find("caption")
     if caption is not None:
         out.blocks.extend(r.blocks(caption))
@@ -73,7 +96,11 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
         is_head = head_rows == len(grid) and (in_head or (bool(cells) and all(c.tag == "th" for c in cells)))
         for cell in cells:
             _carry(row, spans)
-            blocks = r.blocks(cell)
+            r.in_cell += 1
+            try:
+                blocks = r.blocks(cell)
+            finally:
+                r.in_cell -= 1
             rowspan = _span(cell, "rowspan")
             nested = not complex_ and cell.find(".//table") is not None
             if nested or any(_is_block(b) for b in blocks):

@@ -15,6 +15,11 @@ queue; store workers need each document once, even across a Redis outage. So:
 3. When Redis is unreachable the crawl goes on: the marker stays, a warning is
    logged once and ``skillgraph/dual_write/pending`` counted; ``scrapy replay``
    pushes the pending documents later.
+4. When Redis did not answer at start (:func:`skillgraph.distributed.redis_at_start`,
+   asked once per crawl at ``spider_opened``, before the first request, with the wait of
+   ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT``),
+   Redis is not tried at all during the crawl: documents are written and marked
+   pending, and the one warning is that of the start.
 
 Documents marked ``meta["unchanged"]`` by the dedup pipeline are skipped.
 """
@@ -25,13 +30,14 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy import signals
 
+from skillgraph.distributed import redis_at_start
+from skillgraph.files import write_atomic
 from skillgraph.items import sha256_text
 from skillgraph.pipelines.dedup import OrderedExit, item_meta
 from skillgraph.state import HASH_PREFIX, QUEUE_KEY, RedisState, StateUnavailableError, get_state
@@ -44,21 +50,6 @@ logger = logging.getLogger(__name__)
 
 PUBLIC_FIELDS = ("url", "title", "markdown", "sha256", "fetched_at", "source", "domain", "strategy", "tier",
                  "quality")
-
-
-def write_bytes_durable(path: Path, data: bytes) -> None:
-    """Write to a temp file beside ``path``, fsync it, and move it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class ItemStore:
@@ -83,7 +74,7 @@ class ItemStore:
             self.pending_dir.mkdir(parents=True, exist_ok=True)
             self.marker(doc["sha256"]).touch()
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_bytes_durable(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        write_atomic(path, json.dumps(doc, ensure_ascii=False), durable=True)
         return True
 
     def is_pending(self, sha: str) -> bool:
@@ -129,12 +120,20 @@ class DualWritePipeline:
         self.queue = settings.getbool("SKILLGRAPH_QUEUE_ENABLED", True) and isinstance(self.state, RedisState)
         self.store: ItemStore | None = None
         self.warned = False
+        self.offline: bool | None = None  # Redis unreachable at start (asked at spider_opened)
         self.order = OrderedExit()
         self.saving: set[str] = set()  # hashes being written or pushed
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DualWritePipeline:
-        return cls(crawler)
+        pipeline = cls(crawler)
+        crawler.signals.connect(pipeline.spider_opened, signal=signals.spider_opened)
+        return pipeline
+
+    async def spider_opened(self) -> None:
+        """Ask Redis before the first request (the engine awaits this), not at the first document."""
+        if self.queue:
+            await self.redis_answered_at_start()
 
     def open_spider(self) -> None:
         assert self.crawler.spider is not None
@@ -170,15 +169,26 @@ class DualWritePipeline:
     async def _save(self, doc: dict[str, Any]) -> None:
         assert self.store is not None
         stats = self.crawler.stats
-        if await asyncio.to_thread(self.store.save, doc, self.queue):
+        written = await asyncio.to_thread(self.store.save, doc, self.queue)
+        pending = self.queue and self.store.is_pending(doc["sha256"])
+        online = pending and await self.redis_answered_at_start()
+        if written:
             stats.inc_value("skillgraph/dual_write/disk_written")
-        elif not self.store.is_pending(doc["sha256"]):
+        elif not online:  # on disk, and pushed or (Redis down at start) pending already
             stats.inc_value("skillgraph/dual_write/already_saved")
         if not self.queue:
             with contextlib.suppress(StateUnavailableError):
                 await self.state.set_content_hash(doc["url"], doc["sha256"])
-        elif self.store.is_pending(doc["sha256"]):
+        elif online:
             await self._push(doc)
+        elif written and pending:
+            stats.inc_value("skillgraph/dual_write/pending")
+
+    async def redis_answered_at_start(self) -> bool:
+        """Whether Redis answered when the crawl started (asked once, shared with the scheduler)."""
+        if self.offline is None:
+            self.offline = await redis_at_start(self.crawler) is not None
+        return not self.offline
 
     async def _push(self, doc: dict[str, Any]) -> None:
         from redis.exceptions import RedisError

@@ -165,6 +165,7 @@ class GraphWriterPipeline:
             # A distributed worker that followed another's detection and wrote no page: its share is
             # empty, not failed (nothing committed or recorded beside the leader's good graph).
             self.folder.discard()
+            self.build.outcome = "empty-share"
             self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
             logger.info("Graph %s: this worker followed a shared crawl and wrote no page; nothing to commit "
                         "or record (the workers that wrote pages build the graph)", self.name)

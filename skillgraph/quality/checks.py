@@ -16,6 +16,7 @@ MIN_CONTENT_CHARS = 200  #: completeness: readable characters of main content
 MIN_TITLE_CHARS = 10  #: completeness: a shorter title is a warning
 THIN_CHARS = 2000  #: markup, title and text signatures only count on a page this thin...
 KIND_THIN_CHARS = 1000  #: ...and error wording (404, 429, login, forbidden) on one this thin
+STUB_CHARS = 200  #: a page with less content than this is near-empty: vendor scripts alone prove a challenge
 KIND_HEADING_CHARS = 48  #: an error heading is short ("404 - Not found"), not a docs title...
 VENDOR_HEADING_CHARS = 120  #: ...a vendor's can be longer ("Access denied | x used Cloudflare to restrict access")
 BLOCK_WARN_SCORE = 0.95  #: a marker on a full page: noted, not blocked
@@ -29,6 +30,7 @@ _TITLE_SIGS = tuple(s for s in SIGNATURES if s.where == "title")
 _TEXT_SIGS = tuple(s for s in SIGNATURES if s.where == "text")
 _HEADER_SIGS = tuple(s for s in SIGNATURES if s.where == "header")
 _FORM_SIGS = tuple(s for s in SIGNATURES if s.where == "form")
+_STUB_SIGS = tuple(s for s in SIGNATURES if s.where == "stub")
 
 
 def _matching(sigs: Iterable[Signature], texts: Iterable[str]) -> list[Signature]:
@@ -40,7 +42,9 @@ def _evidence(page: Page, content_chars: int) -> list[Signature]:
     """Markup, title and text signatures that count on this (thin or non-2xx) page, best first."""
     very_thin = content_chars < KIND_THIN_CHARS
     found = _matching(_FORM_SIGS, [page.html]) if very_thin else []
-    found += _matching(_HTML_SIGS, [page.html])
+    found += _matching(_STUB_SIGS, [page.long_html]) if content_chars < STUB_CHARS else []
+    # A large challenge page (an old IUAM with a 100 kB script) has its markers past MARKUP_CHARS.
+    found += _matching(_HTML_SIGS, [page.long_html if very_thin else page.html])
     vendor_headings = [h for h in page.headings if len(h) <= VENDOR_HEADING_CHARS]
     kind_headings = [h for h in vendor_headings if len(h) <= KIND_HEADING_CHARS] if very_thin else []
     found += _matching([s for s in _TITLE_SIGS if s.rank > 1], vendor_headings)

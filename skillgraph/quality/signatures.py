@@ -7,6 +7,10 @@ Each :class:`Signature` names the label it proves and where it looks:
 ``text``    the page's visible text (tags stripped, entities decoded)
 ``header``  one response header, as ``name: value`` in lower case
 ``form``    the markup, on a page with under 1,000 characters of content (login forms)
+``stub``    the markup, on a near-empty page (under 200 characters of content): a vendor's
+            script on a page that shows nothing is its challenge (Cloudflare bot-fight mode
+            injects ``__CF$cv$params`` into every page of a site, so it proves nothing on a
+            page with content)
 
 Markup, title and text signatures only count on a *thin* page (under 2,000 characters
 of main content; error wording of the generic kinds under 1,000, in a short heading)
@@ -115,7 +119,9 @@ SIGNATURES: tuple[Signature, ...] = (
     S("cloudflare-challenge", "header", r"^cf-mitigated: *challenge", "Cloudflare challenge header", decisive=True),
     S("cloudflare-challenge", "html", r"cf[-_]chl[-_]|__cf_chl_", "challenge form/script ids (cf-chl-*)"),
     S("cloudflare-challenge", "html", r"/cdn-cgi/challenge-platform/", "challenge platform script"),
-    S("cloudflare-challenge", "html", r"jschl[-_](?:vc|answer)", "IUAM jschl form fields"),
+    S("cloudflare-challenge", "html", r"jschl[-_](?:vc|answer)|/cdn-cgi/l/chk_jschl", "IUAM jschl form fields"),
+    S("cloudflare-challenge", "stub", r"__cf\$cv\$params|/cdn-cgi/bm/|/cdn-cgi/challenge-platform/",
+      "bot-fight-mode script on a near-empty page"),
     S("cloudflare-challenge", "html", r"cf-browser-verification|cf-im-under-attack|cf-spinner", "IUAM markup"),
     S("cloudflare-challenge", "title", r"^\s*just a moment\.\.\.", "'Just a moment...' title"),
     S("cloudflare-challenge", "html", r"cf-captcha-container|cf_captcha_kind|cf-turnstile-wrapper",
@@ -175,6 +181,8 @@ SIGNATURES: tuple[Signature, ...] = (
     S("captcha", "html", r"h-captcha|hcaptcha\.com/1/api\.js", "hCaptcha widget"),
     S("captcha", "html", r"cf-turnstile|challenges\.cloudflare\.com/turnstile", "Turnstile widget"),
     S("captcha", "html", r"funcaptcha|arkoselabs\.com|geetest", "FunCaptcha / GeeTest"),
+    S("captcha", "stub", r"/\.well-known/sgcaptcha/|/_incapsula_resource|/_sec/cp_challenge/|/\.within\.website/",
+      "a vendor challenge script on a near-empty page"),
     S("captcha", "text", r"verify (?:that )?you(?: are|'re) (?:a )?human|are you a robot|i'?m not a robot|"
       r"complete the (?:security check|captcha)|prove you(?:'re| are) (?:human|not a robot)", "human check text"),
     # Kinds.

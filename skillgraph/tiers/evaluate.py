@@ -12,7 +12,7 @@ from scrapy.http import Response, TextResponse
 
 from skillgraph.extract import extract_response
 from skillgraph.llms import looks_like_html
-from skillgraph.quality import assess
+from skillgraph.quality import FAIL, assess
 from skillgraph.render import Shell, detect_shell
 from skillgraph.tiers.attempt import Attempt, code_fences_kept
 
@@ -41,9 +41,12 @@ def page_attempt(tier: str, response: Response, threshold: float) -> tuple[Attem
     else:
         shell = detect_shell(root)
     veto = f"client-side-rendered shell ({shell.reason})" if shell.is_shell else ""
+    if not veto and extraction.structure.status == FAIL:  # the self-check failed on every candidate element
+        veto = f"structure self-check failed ({extraction.structure.detail})"
     code_blocks = sum(1 for _ in root.iter("pre"))
     attempt = Attempt.assessed(tier, response.url, title, extraction.markdown, assessment, response.status,
                                headers, response.text, veto)
+    attempt.reextracted = extraction.reextracted or ""
     return attempt, shell, code_blocks
 
 

@@ -9,10 +9,10 @@ Otherwise the same URL is requested again for the next tier (``dont_filter``,
   ``text/markdown`` that keeps the HTML's code as fenced blocks. A host that
   answers a negotiation with HTML (status 200) is remembered and not asked again.
 * ``render``: the configured browser backend (``skillgraph.render``). A page
-  detected up front as a client-side-rendered shell goes straight here, unless
-  its host is known to negotiate (cheap first: one HTTP request beats a browser);
-  a page without any ``<script>`` is never rendered (the browser would see the
-  same page).
+  detected up front as a client-side-rendered shell still tries ``negotiated``
+  first (cheap first: one HTTP request beats a browser, 30x the cost) unless its
+  host already answered a negotiation with HTML; a page without any
+  ``<script>`` is never rendered (the browser would see the same page).
 * otherwise the best usable result so far (highest score, not a block page) is
   written as ``best-effort`` with a ``build_warning``; a page blocked at every
   tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
@@ -130,7 +130,9 @@ class TierLadder:
         for tier in NEXT_TIERS.get(stage, ()):
             if tier == "negotiated":
                 known = self.negotiates.get(host)
-                if not self.negotiate or known is False or (shell and known is None and self.render.enabled):
+                # Cheap first, shells included: one HTTP request beats a browser. A host that
+                # answered a negotiation with HTML is not asked again (its shells go to render).
+                if not self.negotiate or known is False:
                     self.stats.inc_value("skillgraph/tiers/negotiated/skipped")
                     continue
                 extra: dict[str, Any] = {}
@@ -199,6 +201,9 @@ class TierLadder:
 
     def document(self, link: str, attempt: Attempt, tier: str, attempts: list[dict[str, Any]],
                  warned: bool = False) -> DocumentItem:
+        if attempt.reextracted:
+            self.stats.inc_value("skillgraph/tiers/reextracted")
+            self.warn("re-extracted", link, f"structure self-check: {attempt.reextracted}", urlsplit(link).netloc)
         item = self.spider.document(link, attempt.title, attempt.markdown, tier, utc_now())
         item.quality = attempt.score
         item.meta.update({

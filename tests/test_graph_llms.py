@@ -1,0 +1,121 @@
+"""write_graph_llms: a graph's llms.txt (spec-shaped table of contents) and llms-full.txt (front matter per page)."""
+
+from __future__ import annotations
+
+import re
+import stat
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from skillgraph.graph_llms import common_scope, describe, section_of, write_graph_llms
+from skillgraph.llms import parse_llms_txt
+
+ORIGIN = "https://docs.example.org"
+PAGES = [
+    ("index.md", "/docs/", "Example docs", "# Example docs\n\nWelcome to the **Example** documentation, start here.\n"),
+    ("guide-install.md", "/docs/guide/install.html", "Install",
+     "# Install\n\n```bash\npip install example\n```\n\n"
+     "Install the package with pip, then [configure](config.md) it.\n"),
+    ("reference-cli.md", "/docs/reference/cli.html", "",
+     "# The `example` CLI\n\n| flag | meaning |\n|---|---|\n| -v | verbose |\n\nEvery flag of the command line tool, "
+     "explained at length with examples for each of them so that this line is far longer than any description "
+     "may be in an index, and then some more words to make quite sure of it.\n"),
+    ("guide-usage.md", "/docs/guide/usage.html", "Usage [advanced]",
+     "Just text without a heading, long enough to describe.\n"),
+    ("a file.md", "/docs/faq.html", "FAQ", "# FAQ\n"),
+]
+
+
+def build(tmp_path: Path, pages: list[tuple[str, str, str, str]] = PAGES, summary: str | None = None
+          ) -> tuple[Path, list[dict[str, Any]]]:
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    records = []
+    for file, path, title, markdown in pages:
+        (folder / file).write_text(markdown)
+        records.append({"url": ORIGIN + path, "file": file, "title": title, "sha256": "x"})
+    write_graph_llms(folder, "example", records, summary)
+    return folder, records
+
+
+def links(text: str) -> list[str]:
+    return [unquote(m.group(1)) for m in re.finditer(r"^- \[(?:\\.|[^\]])*\]\(([^)]+)\)", text, re.M)]
+
+
+def test_llms_txt_is_spec_shaped_in_site_order_and_every_link_is_a_file(tmp_path: Path) -> None:
+    folder, _ = build(tmp_path)
+    text = (folder / "llms.txt").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "# example" and lines[2].startswith("> 5 pages of documentation from https://docs.example.org/docs/")
+    assert re.findall(r"^## (.+)$", text, re.M) == ["Pages", "Guide", "Reference"]
+    assert links(text) == ["index.md", "a file.md", "guide-install.md", "guide-usage.md", "reference-cli.md"]
+    for target in links(text):
+        assert (folder / target).is_file(), target
+    assert "- [Example docs](index.md): Welcome to the Example documentation, start here." in lines
+    assert "- [The `example` CLI](reference-cli.md): Every flag" in text, "no title: the page's H1"
+    assert "- [Usage (advanced)](guide-usage.md): Just text" in text, "brackets every reader parses"
+    assert "- [FAQ](a%20file.md)" in lines, "no description when the page has no text"
+    described = next(line for line in lines if line.startswith("- [The `example` CLI]"))
+    assert described.endswith("…") and len(described.split("): ", 1)[1]) <= 160
+    assert "pip install" not in text, "code is never a description"
+
+
+def test_our_own_llms_txt_parser_reads_it_back(tmp_path: Path) -> None:
+    folder, _ = build(tmp_path, summary="The Example docs, as a skill graph.")
+    index = parse_llms_txt((folder / "llms.txt").read_text(), ORIGIN + "/graphs/example/llms.txt")
+    assert index.title == "example" and index.summary == "The Example docs, as a skill graph."
+    assert [link.url.rsplit("/", 1)[1] for link in index.links] == [
+        "index.md", "a%20file.md", "guide-install.md", "guide-usage.md", "reference-cli.md"]
+    assert {link.section for link in index.links} == {"Pages", "Guide", "Reference"}
+
+
+def test_llms_full_opens_every_page_with_its_url_in_front_matter(tmp_path: Path) -> None:
+    folder, records = build(tmp_path)
+    text = (folder / "llms-full.txt").read_text()
+    blocks = re.split(r"(?:^|\n\n)---\nurl: (\S+)\n---\n", text)
+    assert blocks[0] == ""
+    urls, bodies = blocks[1::2], blocks[2::2]
+    assert urls == [r["url"] for r in records]
+    for (file, _, _, markdown), body in zip(PAGES, bodies, strict=True):
+        assert body.strip("\n") == markdown.strip("\n"), file
+
+
+def test_files_are_0644_and_replaced_atomically(tmp_path: Path) -> None:
+    folder, records = build(tmp_path)
+    for name in ("llms.txt", "llms-full.txt"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o644
+    (folder / "index.md").write_text("# Example docs\n\nA new welcome page for everyone.\n")
+    write_graph_llms(folder, "example", records)
+    assert "A new welcome page" in (folder / "llms.txt").read_text()
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [], "no temp file left behind"
+
+
+def test_a_missing_page_file_is_not_listed(tmp_path: Path) -> None:
+    folder, records = build(tmp_path)
+    (folder / "guide-usage.md").unlink()
+    write_graph_llms(folder, "example", records)
+    assert "guide-usage.md" not in links((folder / "llms.txt").read_text())
+    assert "/docs/guide/usage.html" not in (folder / "llms-full.txt").read_text()
+
+
+def test_one_place_is_one_section_and_corpus_sections_group_together(tmp_path: Path) -> None:
+    corpus = [(f"s{i}.md", f"/llms-full.txt#part-{i}", f"Part {i}", f"# Part {i}\n\nSection {i} of the corpus.\n")
+              for i in range(3)]
+    folder, _ = build(tmp_path, corpus)
+    text = (folder / "llms.txt").read_text()
+    assert re.findall(r"^## (.+)$", text, re.M) == ["Pages"]
+    assert links(text) == ["s0.md", "s1.md", "s2.md"]
+
+
+def test_helpers() -> None:
+    assert common_scope([ORIGIN + "/docs/a.html", ORIGIN + "/docs/guide/b.html"]) == ORIGIN + "/docs/"
+    assert common_scope([ORIGIN + "/"]) == ORIGIN + "/"
+    assert common_scope([ORIGIN + "/a", "https://other.org/b"]) == ""
+    assert section_of(ORIGIN + "/docs/c-api/init.html", ORIGIN + "/docs/") == "C api"
+    assert section_of(ORIGIN + "/docs/x.html#frag", ORIGIN + "/docs/") == "Pages"
+    assert describe("# T\n\n```\ncode line that is long enough\n```\n\nReal text that describes it.\n") == \
+        "Real text that describes it."
+    assert describe("# json\n\n**Source code:** [Lib/json/__init__.py](https://x/y)\n\n---\n\n"
+                    "JSON is a lightweight data interchange format.\n") == \
+        "JSON is a lightweight data interchange format."

@@ -6,8 +6,9 @@ honestly how it ended. Spread over spider attributes, stats and two readers
 of the previous ``sources.json``, those answers disagreed; so they live here:
 
 * the **profile** (set by ``profile_detected``);
-* the **ledger**: every page URL learned (from where, at which depth) and its
-  outcome: a page, a ``skipped`` entry with a reason, or still unreached;
+* the **ledger** (:class:`skillgraph.ledger.UrlLedger`): every page URL learned
+  (from where, at which depth) and its outcome: a page, a ``skipped`` entry with
+  a reason, or still unreached;
 * the **admission rule** (:meth:`admit`): new, the same URL again, or the same
   content under another URL — carried-over pages included — used by the page
   budget and the graph writer alike;
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
@@ -32,6 +32,7 @@ from weakref import WeakKeyDictionary
 from scrapy import signals
 from scrapy.utils.job import job_dir
 
+from skillgraph.ledger import Entry, UrlLedger
 from skillgraph.previous import PreviousBuild
 from skillgraph.signals import build_truncated, build_warning, page_not_modified, profile_detected
 from skillgraph.urls import page_key
@@ -43,46 +44,23 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: ``skipped`` reasons (DESIGN.md); ``out-of-scope`` links are only counted.
-SKIP_REASONS = ("http", "network", "robots", "ssrf", "off-site", "depth", "duplicate", "blocked", "low-quality")
 BOUNDED_STRATEGIES = ("sitemap", "crawl")
 #: Warning kinds that mean the page was not written, and the ``skipped`` reason they give.
 _WARNING_SKIPS = {"blocked": "blocked", "low-quality": "low-quality", "no-content": "low-quality"}
 
 
-@dataclass
-class Entry:
-    """One URL of the ledger."""
-
-    url: str
-    via: str  # start, sitemap, index, link, previous
-    depth: int = 0
-    outcome: str | None = None  # "page", "skipped", or None while unreached
-    reason: str | None = None
-    status: int | None = None
-    detail: str | None = None
-
-    def skipped_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"url": self.url, "reason": self.reason, "status": self.status}
-        if self.detail:
-            entry["detail"] = self.detail
-        return entry
-
-
-class Build:
+class Build(UrlLedger):
     """One crawl's build; create with :meth:`of`."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+        super().__init__(crawler)
         settings = crawler.settings
         self.max_pages = max(settings.getint("SKILLGRAPH_MAX_PAGES", 400), 0)
         self.resumable = bool(job_dir(settings))  # JOBDIR: the scheduler and dupefilter outlive the run
         self.profile: SiteProfile | None = None
+        self.default_name: str | None = None  # the spider's name, when the strategy middleware runs it
         self.followed = False  # the profile is another distributed worker's
         self.expanded = False  # the live graph's pages were revisited (skillgraph.middlewares.recency.expand)
-        self.ledger: dict[str, Entry] = {}
-        self.out_of_scope = 0  # counted only (sitemap URLs outside the scope)
-        self._outside: set[str] = set()  # links outside the scope, each counted once
         self.warnings: list[dict[str, Any]] = []
         self.truncated: dict[str, Any] | None = None
         self.interrupted: int | None = None  # the signal number that stopped the crawl
@@ -116,7 +94,7 @@ class Build:
     def name(self) -> str | None:
         """The graph's name, or None for a crawl that builds no graph (``scrapy detect``)."""
         spider = self.crawler.spider
-        return getattr(spider, "graph_name", None) if spider is not None else None
+        return (getattr(spider, "graph_name", None) or self.default_name) if spider is not None else None
 
     @property
     def previous(self) -> PreviousBuild:
@@ -132,64 +110,6 @@ class Build:
     def _on_profile(self, profile: SiteProfile, followed: bool = False) -> None:
         self.profile = profile
         self.followed = followed
-
-    # the ledger ------------------------------------------------------------------
-
-    def learn(self, url: str, via: str, depth: int = 0) -> bool:
-        """Record a page URL the build learned of; True when it is new and must be requested.
-
-        A URL skipped for depth is learned again when a shallower link names it.
-        """
-        key = page_key(url)
-        entry = self.ledger.get(key)
-        if entry is not None:
-            if entry.reason == "depth" and depth < (entry.depth or 0):
-                entry.outcome = entry.reason = entry.detail = None
-                entry.depth = depth
-                return True
-            return False
-        self.ledger[key] = Entry(key, via, depth)
-        return True
-
-    def knows(self, url: str) -> bool:
-        return page_key(url) in self.ledger
-
-    def skip(self, url: str, reason: str, status: int | None = None, detail: str | None = None) -> None:
-        """The page of ``url`` will not be in the graph, for ``reason`` (DESIGN.md's list)."""
-        key = page_key(url)
-        entry = self.ledger.setdefault(key, Entry(key, "link"))
-        if entry.outcome is not None:
-            return  # the first outcome stands: a later tier or error does not undo it
-        entry.outcome, entry.reason, entry.status, entry.detail = "skipped", reason, status, detail
-        self.crawler.stats.inc_value(f"skillgraph/build/skipped/{reason}")
-        self._settle(key)
-
-    def count_out_of_scope(self, n: int = 1) -> None:
-        self.out_of_scope += n
-        self.crawler.stats.inc_value("skillgraph/build/skipped/out-of-scope", n)
-
-    def outside(self, url: str) -> int:
-        """Note a link outside the scope; 1 the first time it is seen, else 0."""
-        if url in self._outside:
-            return 0
-        self._outside.add(url)
-        self.crawler.stats.inc_value("skillgraph/build/skipped/out-of-scope")
-        return 1
-
-    def unreached(self) -> list[str]:
-        """URLs learned but neither written nor skipped, in the order they were learned."""
-        return [e.url for e in self.ledger.values() if e.outcome is None]
-
-    def skipped(self) -> list[Entry]:
-        return [e for e in self.ledger.values() if e.outcome == "skipped"]
-
-    def skipped_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for entry in self.skipped():
-            counts[str(entry.reason)] = counts.get(str(entry.reason), 0) + 1
-        if self.out_of_scope or self._outside:
-            counts["out-of-scope"] = self.out_of_scope + len(self._outside)
-        return counts
 
     # admission -------------------------------------------------------------------
 

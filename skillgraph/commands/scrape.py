@@ -36,7 +36,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from skillgraph.commands.detect import allowlist_entry, url_error
 from skillgraph.files import write_atomic
 from skillgraph.items import DocumentItem
-from skillgraph.profiler import SiteProfile, utc_now
 from skillgraph.settings_check import exit_on_bad_settings
 from skillgraph.signals import build_warning
 from skillgraph.spiders.base import SkillgraphSpider
@@ -85,8 +84,6 @@ class ScrapeSpider(SkillgraphSpider):
         self.failures: dict[str, str] = {}  # page URL -> why it failed (request errors)
 
     async def start(self) -> AsyncIterator[Any]:
-        # parse_page needs a profile (a document's source and strategy): each URL is its own page.
-        self.profile = SiteProfile(self.site_url, "crawl", scope_of(self.site_url), self.site_url, utc_now())
         for url in self.urls:
             yield Request(url, callback=self.parse_page, errback=self.failed, dont_filter=True,
                           meta={"skillgraph_link": url})

@@ -58,9 +58,8 @@ from skillgraph.state import connect_redis
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from scrapy import Spider
     from scrapy.crawler import Crawler
-
-    from skillgraph.spiders.base import SkillgraphSpider
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +99,7 @@ def profile_from_json(data: dict[str, Any]) -> SiteProfile:
 class SharedDetection:
     """Decides, for one spider of a distributed crawl, whether it detects (leads) or follows."""
 
-    def __init__(self, crawler: Crawler, spider: SkillgraphSpider, redis: Redis, keys: FrontierKeys,
+    def __init__(self, crawler: Crawler, spider: Spider, redis: Redis, keys: FrontierKeys,
                  lock_seconds: float, profile_seconds: float) -> None:
         self.crawler = crawler
         self.spider = spider
@@ -115,7 +114,7 @@ class SharedDetection:
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     @classmethod
-    def for_spider(cls, spider: SkillgraphSpider) -> SharedDetection | None:
+    def for_spider(cls, spider: Spider) -> SharedDetection | None:
         """The coordinator of a distributed crawl; None in local mode."""
         from skillgraph.distributed.scheduler import frontier_name
 
@@ -183,7 +182,9 @@ class SharedDetection:
         try:
             data = json.loads(raw)
             profile = profile_from_json(data)
-            self.spider.adopt_shared_state(data.get("spider_state") or {})
+            adopt = getattr(self.spider, "adopt_shared_state", None)  # a spider's own state (MediaWiki's wiki)
+            if adopt is not None:
+                adopt(data.get("spider_state") or {})
         except (ValueError, KeyError, TypeError):
             if not self.warned_unreadable:  # until a detecting worker overwrites it
                 self.warned_unreadable = True
@@ -200,7 +201,8 @@ class SharedDetection:
         """The leader's seeds are in the frontier: share the profile, drop the lock."""
         if not self.leading:
             return
-        data = {**profile.to_json(), "spider_state": self.spider.shared_state()}
+        own = getattr(self.spider, "shared_state", None)
+        data = {**profile.to_json(), "spider_state": own() if own is not None else {}}
         try:
             await self.redis.set(self.keys.profile, json.dumps(data), ex=self.profile_seconds)
             self.stat("published")

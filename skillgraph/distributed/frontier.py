@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_redis.queue import Base
 
+from skillgraph.compat.scrapy_redis import decode_request, encode_request
+
 if TYPE_CHECKING:
     from redis import Redis
     from scrapy import Request, Spider
@@ -135,7 +137,7 @@ class Frontier(Base):
 
     def push(self, request: Request) -> bool:
         """``ZADD`` like scrapy-redis (score ``-priority``); raises TypeError/ValueError if not serialisable."""
-        self.server.execute_command("ZADD", self.key, -request.priority, self._encode_request(request))
+        self.server.execute_command("ZADD", self.key, -request.priority, encode_request(self, request))
         return True
 
     def pop(self, timeout: int = 0) -> Request | None:
@@ -143,7 +145,7 @@ class Frontier(Base):
         if not result:
             return None
         data, token = result
-        request: Request = self._decode_request(data)
+        request = decode_request(self, data)
         self.tokens[request] = token.decode() if isinstance(token, bytes) else token
         return request
 

@@ -17,16 +17,19 @@ subclass adds, and why:
   profile (:mod:`skillgraph.distributed.detection`); shared requests are
   handed to a spider only once its profile is known, since page callbacks
   need the scope.
-* **Idle close that waits for the others.** Scrapy closes a spider as soon as
-  *its* scheduler is empty; a worker would then quit while another still holds
-  the pages whose links are the rest of the crawl (or, starting second, quit
-  before the first page is parsed). An idle worker stays open while anything
-  is queued or in flight anywhere, polling every ``POLL_INTERVAL``, and closes
-  when the frontier is drained. A worker that died stops sending heartbeats; its
-  requests are requeued after ``SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT``.
-* **Redis down at start: a local crawl.** scrapy-redis pings Redis in
-  ``from_crawler`` and the crawl dies with a traceback. Here ``open`` waits for
-  Redis (:func:`skillgraph.distributed.redis_at_start`, asyncio, up to
+* **Idle close that waits for the others** (:mod:`skillgraph.distributed.workers`,
+  like heartbeats, acknowledgements, Redis outages and leaving). Scrapy closes
+  a spider as soon as *its* scheduler is empty; a worker would then quit while
+  another still holds the pages whose links are the rest of the crawl (or,
+  starting second, quit before the first page is parsed). An idle worker stays
+  open while anything is queued or in flight anywhere, polling every
+  ``SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL``, and closes when the frontier is
+  drained. A worker that died stops sending heartbeats; its requests are
+  requeued after ``SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT``.
+* **Redis down at start: a local crawl** (:mod:`skillgraph.distributed.fallback`).
+  scrapy-redis pings Redis in ``from_crawler`` and the crawl dies with a
+  traceback. Here ``open`` waits for Redis
+  (:func:`skillgraph.distributed.redis_at_start`, asyncio, up to
   ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT``); if it does not answer, every
   call goes to Scrapy's own scheduler, built as in local mode (memory, disk
   and priority queues from the settings, ``JOBDIR``) with Scrapy's default
@@ -37,6 +40,9 @@ subclass adds, and why:
 * **Honest graphs.** Each worker's graph holds the pages *it* fetched. When
   other workers shared the crawl (or it resumed one), a ``partial`` warning
   goes into ``sources.json``; the queue and the items hold every document once.
+
+Scrapy internals (the engine's in-progress set, its next call, the downloader's
+slots) are read through :mod:`skillgraph.compat.scrapy` only.
 
 Requests that cannot be stored as JSON (a render request's scrapy-playwright
 ``PageMethod``) stay in this worker's local queue: they are follow-ups of a page
@@ -53,39 +59,33 @@ import importlib
 import logging
 import os
 import socket
-import time
 import uuid
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
 from scrapy import signals
-from scrapy.core.scheduler import Scheduler as LocalScheduler
-from scrapy.exceptions import DontCloseSpider
-from scrapy.settings import default_settings
-from scrapy.utils.asyncio import CallLaterResult, call_later, create_looping_call
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from scrapy.utils.job import job_dir
-from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis import connection
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
+from skillgraph.compat.scrapy import download_slots, slot_backlog
 from skillgraph.distributed import redis_at_start
+from skillgraph.distributed.fallback import local_scheduler, open_local_scheduler
 from skillgraph.distributed.frontier import Frontier, FrontierKeys
-from skillgraph.signals import build_warning
+from skillgraph.distributed.workers import STAT, FrontierWorker
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
+    from scrapy.core.scheduler import Scheduler as LocalScheduler
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.defer import Deferred
 
-logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
+__all__ = ["STAT", "DistributedScheduler", "frontier_name", "local_scheduler"]
 
-STAT = "skillgraph/distributed/"
+logger = logging.getLogger(__name__)
 
 
 def frontier_name(spider: Spider) -> str:
@@ -93,22 +93,7 @@ def frontier_name(spider: Spider) -> str:
     return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
 
 
-def local_scheduler(crawler: Crawler) -> LocalScheduler:
-    """Scrapy's scheduler as a local crawl builds it, with Scrapy's dupefilter instead of scrapy-redis's."""
-    settings = crawler.settings
-    return LocalScheduler(
-        dupefilter=build_from_crawler(load_object(default_settings.DUPEFILTER_CLASS), crawler),
-        jobdir=job_dir(settings),
-        dqclass=load_object(settings["SCHEDULER_DISK_QUEUE"]),
-        mqclass=load_object(settings["SCHEDULER_MEMORY_QUEUE"]),
-        logunser=settings.getbool("SCHEDULER_DEBUG"),
-        stats=crawler.stats,
-        pqclass=load_object(settings["SCHEDULER_PRIORITY_QUEUE"]),
-        crawler=crawler,
-    )
-
-
-class DistributedScheduler(Scheduler):
+class DistributedScheduler(FrontierWorker, Scheduler):
     crawler: Crawler
     queue: Frontier
 
@@ -151,43 +136,11 @@ class DistributedScheduler(Scheduler):
         scheduler.outage_logged = False
         return scheduler
 
-    # these are set in from_crawler (scrapy-redis builds the instance in from_settings)
-    worker_timeout: float
-    poll_interval: float
+    # set in from_crawler (scrapy-redis builds the instance in from_settings), with FrontierWorker's
     debug: bool
-    worker: str
     local: deque[Request]
-    others: set[str]
-    resumed: int
-    waiting: bool
-    wake_call: CallLaterResult | None
     warned: bool
-    beat: Any
-    retry_seconds: float
-    down_until: float
-    outage_logged: bool
     fallback: LocalScheduler | None  # Redis was unreachable at start: a local crawl
-
-    def guarded(self, call: Callable[[], _T], default: _T) -> _T:
-        """Run a Redis call; during an outage answer ``default`` and go on with the local queue.
-
-        The crawl does not stop when Redis does (like the state and the dual
-        write): the worker keeps its new requests locally, finishes what it
-        holds and closes; what it had in flight is requeued by the next worker.
-        """
-        if time.monotonic() < self.down_until:
-            return default
-        try:
-            result = call()
-        except (RedisError, OSError) as exc:
-            self.down_until = time.monotonic() + self.retry_seconds
-            self.stats.inc_value(STAT + "redis_error")
-            if not self.outage_logged:
-                self.outage_logged = True
-                logger.warning("Shared frontier unreachable (%s): this worker goes on with its local requests", exc)
-            return default
-        self.outage_logged = False
-        return result
 
     def open(self, spider: Spider) -> Deferred[None]:
         return deferred_from_coro(self._open(spider))
@@ -196,8 +149,7 @@ class DistributedScheduler(Scheduler):
         self.spider = spider
         if await redis_at_start(self.crawler) is not None:
             self.fallback = local_scheduler(self.crawler)
-            if (opened := self.fallback.open(spider)) is not None:
-                await maybe_deferred_to_future(opened)
+            await open_local_scheduler(self.fallback, spider)
             return
         name = frontier_name(spider)
         keys = FrontierKeys.for_name(name, self.queue_key, self.dupefilter_key)
@@ -268,8 +220,7 @@ class DistributedScheduler(Scheduler):
         worker while other workers sit idle (bench/distributed.py measured it).
         """
         downloader = getattr(self.crawler.engine, "downloader", None)
-        slots = getattr(downloader, "slots", None) or {}
-        return any(slot.queue for slot in slots.values())
+        return any(slot_backlog(slot) for slot in download_slots(downloader).values())
 
     def has_pending_requests(self) -> bool:
         if self.fallback is not None:
@@ -281,90 +232,10 @@ class DistributedScheduler(Scheduler):
             return len(self.fallback)
         return len(self.local) + self.guarded(self.queue.__len__, 0)
 
-    def acknowledge(self) -> None:
-        """Acknowledge popped requests the engine has finished with (left its in-progress set).
-
-        The engine keeps a request in progress from download through callback
-        and item pipelines, but exposes no signal for that last step, so its
-        slot is read (a private attribute; the downloader's public ``active``
-        set, which ends before the callback, is the fallback).
-        """
-        if not self.queue.tokens:
-            return
-        engine = self.crawler.engine
-        slot = getattr(engine, "_slot", None)
-        busy = getattr(slot, "inprogress", None)
-        if busy is None:
-            busy = engine.downloader.active if engine is not None else set()
-        done = [request for request in self.queue.tokens if request not in busy]
-        if done:  # on an outage the tokens stay, acknowledged on a later call
-            self.stats.inc_value(STAT + "acked", self.guarded(lambda: self.queue.ack(done), 0))
-
-    # workers ------------------------------------------------------------------
-
-    def heartbeat(self) -> None:
-        workers: list[str] = self.guarded(self.queue.heartbeat, [])
-        self.others.update(w for w in workers if w != self.worker)
-        self.reap()
-
-    def reap(self) -> None:
-        moved, dead = self.guarded(lambda: self.queue.reap(self.worker_timeout), (0, 0))
-        if dead:
-            self.stats.inc_value(STAT + "reaped_workers", dead)
-            self.stats.inc_value(STAT + "reaped", moved)
-            logger.warning("%d worker(s) silent for %.0fs: %d in-flight requests returned to the frontier",
-                           dead, self.worker_timeout, moved)
-
-    def spider_idle(self) -> None:
-        """Keep an idle worker open while any worker has requests queued or in flight."""
-        self.acknowledge()
-        self.reap()
-        queued, inflight = self.guarded(self.queue.progress, (0, 0))  # unreachable: nothing to wait for
-        if not queued and not inflight:
-            logger.info("Shared frontier drained: worker %s closes", self.worker)
-            return
-        if not self.waiting:
-            self.waiting = True
-            self.stats.inc_value(STAT + "idle_waits")
-            logger.info("Idle, but the frontier is not drained (%d queued, %d in flight): waiting", queued, inflight)
-        if self.wake_call is None:
-            self.wake_call = call_later(self.poll_interval, self.wake)
-        raise DontCloseSpider
-
-    def wake(self) -> None:
-        """Ask the engine for requests now, not at its 5 s heartbeat (private slot, as above)."""
-        self.wake_call = None
-        self.waiting = False
-        nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
-
     # closing ------------------------------------------------------------------
 
     def close(self, reason: str) -> Deferred[None] | None:
         if self.fallback is not None:
             return self.fallback.close(reason)
-        if self.beat.running:
-            self.beat.stop()
-        if self.wake_call is not None:
-            self.wake_call.cancel()
-            self.wake_call = None
-        self.acknowledge()
-        self.heartbeat()  # the last look at who else worked on this frontier
-        returned, cleared = self.guarded(
-            lambda: self.queue.release(self.worker_timeout, clear_if_last=not self.persist), (0, False))
-        if returned:
-            self.stats.inc_value(STAT + "returned", returned)
-            logger.info("%d unfinished requests returned to the shared frontier", returned)
-        if cleared:
-            self.stats.set_value(STAT + "frontier_cleared", 1)
-            logger.info("Last worker out: shared frontier %s cleared", self.queue.keys.requests)
-        if self.others or self.resumed:
-            self.stats.set_value(STAT + "partial_graph", 1)
-            why = (f"{len(self.others)} other worker(s) shared this crawl" if self.others
-                   else f"this run resumed a shared frontier ({self.resumed} requests queued)")
-            self.crawler.signals.send_catch_log(
-                build_warning, kind="partial", url=None,
-                message=f"distributed crawl: {why}; this graph holds only the pages worker {self.worker} "
-                        "fetched (every document is in skillgraph:queue once)")
+        self.leave()
         return None

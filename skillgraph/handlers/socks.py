@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler, _ScrapyAgent
-from scrapy.utils._download_handlers import wrap_twisted_exceptions
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
@@ -36,6 +35,8 @@ from twisted.internet.error import ConnectError, DNSLookupError
 from twisted.web.client import Agent
 from zope.interface import implementer
 
+from skillgraph.compat.scrapy import ScrapyAgent, scrapy_agent_options, wrap_twisted_exceptions
+from skillgraph.compat.twisted import PoolKeyAgent
 from skillgraph.handlers.socks_protocol import SocksHandshakeFactory, first_address
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class _SocksEndpointFactory:
         return endpoint
 
 
-class _SocksAgent(Agent):
+class _SocksAgent(PoolKeyAgent):
     """An Agent whose pooled connections are keyed by the proxy too, and never leak its credentials."""
 
     proxy: SocksProxy
@@ -152,21 +153,21 @@ class _SocksAgent(Agent):
             headers.removeHeader(b"Proxy-Authorization")
         return super().request(method, uri, headers, bodyProducer)
 
-    def _requestWithEndpoint(self, key: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:  # noqa: N802
-        return super()._requestWithEndpoint((*key, *self.proxy.key), *args, **kwargs)
+    def pool_key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (*key, *self.proxy.key)
 
 
-class _SocksScrapyAgent(_ScrapyAgent):
+class _SocksScrapyAgent(ScrapyAgent):
     def __init__(self, *, proxy: SocksProxy, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._socks = proxy
 
-    def _get_agent(self, request: Request, timeout: float) -> Agent:
+    def twisted_agent(self, request: Request, timeout: float) -> Agent:
         from twisted.internet import reactor
 
-        bind = request.meta.get("bindaddress") or self._bindAddress
-        factory = _SocksEndpointFactory(reactor, self._socks, self._contextFactory, timeout, bind)
-        agent = _SocksAgent.usingEndpointFactory(reactor, factory, pool=self._pool)
+        bind = request.meta.get("bindaddress") or self.bind_address
+        factory = _SocksEndpointFactory(reactor, self._socks, self.context_factory, timeout, bind)
+        agent = _SocksAgent.usingEndpointFactory(reactor, factory, pool=self.pool)
         agent.proxy = self._socks
         return agent
 
@@ -179,17 +180,7 @@ class SocksDownloadHandlerMixin:
         if proxy is None or request.meta.get("playwright"):
             return await super().download_request(request)  # type: ignore[misc]
         handler: HTTP11DownloadHandler = self  # type: ignore[assignment]
-        agent = _SocksScrapyAgent(
-            proxy=proxy,
-            contextFactory=handler._contextFactory,
-            bindAddress=handler._bind_address,
-            pool=handler._pool,
-            maxsize=handler._default_maxsize,
-            warnsize=handler._default_warnsize,
-            fail_on_dataloss=handler._fail_on_dataloss,
-            crawler=handler._crawler,
-            tls_verbose_logging=handler._tls_verbose_logging,
-        )
+        agent = _SocksScrapyAgent(proxy=proxy, **scrapy_agent_options(handler))
         with wrap_twisted_exceptions():
             return await maybe_deferred_to_future(agent.download_request(request))
 

@@ -29,11 +29,12 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import task
 
+from skillgraph.compat.scrapy import per_slot_settings, set_slot_delay, set_slot_last_seen, slot_delay, slot_of
+
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy import Request
-    from scrapy.core.downloader import Slot
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -99,12 +100,12 @@ class PolitenessMiddleware:
             delay = self.max_crawl_delay
         self.crawl_delays[key] = delay
         # New slots for the key (Scrapy collects idle ones) start from this delay too.
-        slot_settings = downloader.per_slot_settings.setdefault(key, {})
+        slot_settings = per_slot_settings(downloader).setdefault(key, {})
         if delay > float(slot_settings.get("delay", self.download_delay)):
             slot_settings.update(delay=delay, jitter=0.0)
-        slot = downloader.slots.get(key)
-        if slot is not None and delay > slot.delay:
-            slot.delay, slot.jitter = delay, 0.0
+        slot = slot_of(downloader, key)
+        if slot is not None and delay > slot_delay(slot):
+            set_slot_delay(slot, delay, jitter=0.0)
         self.crawler.stats.inc_value("skillgraph/politeness/crawl_delay")
         logger.info("Crawl-delay of %s: %s s between requests", key, delay)
 
@@ -140,15 +141,15 @@ class PolitenessMiddleware:
     def _back_off(self, request: Request, wait: float) -> None:
         """Hold the host's other requests too: its slot sends nothing for ``wait`` seconds."""
         assert self.crawler.engine is not None
-        slot: Slot | None = self.crawler.engine.downloader.slots.get(request.meta.get("download_slot", ""))
+        slot = slot_of(self.crawler.engine.downloader, request.meta.get("download_slot", ""))
         if slot is None:
             return
-        original = slot.delay
-        slot.delay = max(original, wait)
-        slot.lastseen = time.monotonic()
+        original = slot_delay(slot)
+        set_slot_delay(slot, max(original, wait))
+        set_slot_last_seen(slot, time.monotonic())
 
         def restore() -> None:
-            if slot.delay == max(original, wait):
-                slot.delay = original
+            if slot_delay(slot) == max(original, wait):
+                set_slot_delay(slot, original)
 
         call_later(wait, restore)

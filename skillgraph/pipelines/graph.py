@@ -34,8 +34,8 @@ from scrapy import signals
 
 from skillgraph.build import Build
 from skillgraph.graph_folder import GraphFolder
+from skillgraph.graph_sources import failure_json, shrink_guard, sources_json
 from skillgraph.items import sha256_text
-from skillgraph.profiler import utc_now
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ class GraphWriterPipeline:
                 self._carry_unreached()
             elif build.previous.skipped:
                 self._keep_previous_skips()
-            why = self._shrink_guard()
+            why = shrink_guard(build.previous.pages, self.pages, self.allow_shrink)
             if why is None:
                 self._commit()
                 return "committed"
@@ -192,51 +192,6 @@ class GraphWriterPipeline:
             if not self.build.knows(url):
                 self.build.skip(url, str(entry.get("reason") or "http"), entry.get("status"), entry.get("detail"))
 
-    def _shrink_guard(self) -> str | None:
-        """Why this build must not replace the live graph, or None."""
-        previous = self.build.previous.pages
-        if self.allow_shrink or not previous:
-            return None
-        current = {p["url"] for p in self.pages}
-        removed = sum(1 for url in previous if url not in current)
-        if removed * 2 > len(previous):
-            return (f"the build would remove {removed} of the live graph's {len(previous)} pages "
-                    "(set SKILLGRAPH_ALLOW_SHRINK=True to commit it anyway)")
-        real_before = any(p.get("tier") != "best-effort" for p in previous.values())
-        if real_before and all(p.get("tier") == "best-effort" for p in self.pages):
-            return ("the build has only best-effort pages and would replace a graph with real ones "
-                    "(set SKILLGRAPH_ALLOW_SHRINK=True to commit it anyway)")
-        return None
-
-    def _sources(self) -> dict[str, Any]:
-        build = self.build
-        return {
-            "name": self.name,
-            "built_at": utc_now(),
-            "scrape_profile": self._scrape_profile(),
-            "pages": self.pages,
-            "skipped": [e.skipped_json() for e in build.skipped()],
-            "skipped_counts": build.skipped_counts(),
-            "truncated": build.truncation(),
-            "warnings": build.warnings,
-            "changes": self._changes(),
-        }
-
-    def _scrape_profile(self) -> dict[str, Any] | None:
-        if self.build.profile is None:
-            return None
-        data = self.build.profile.to_json()
-        data.pop("url", None)
-        return data
-
-    def _changes(self) -> dict[str, int]:
-        previous = {url: page["sha256"] for url, page in self.build.previous.pages.items()}
-        current = {p["url"]: p["sha256"] for p in self.pages}
-        new = sum(1 for u in current if u not in previous)
-        changed = sum(1 for u, h in current.items() if u in previous and previous[u] != h)
-        return {"new": new, "changed": changed, "unchanged": len(current) - new - changed,
-                "removed": sum(1 for u in previous if u not in current)}
-
     def _write_llms(self) -> None:
         """The graph as an llms corpus: ``llms.txt`` (its table of contents) and ``llms-full.txt``."""
         from skillgraph.graph_llms import write_graph_llms
@@ -257,7 +212,7 @@ class GraphWriterPipeline:
             self.crawler.stats.set_value("skillgraph/graph/local_links", total)
             logger.info("Graph %s: %d links between its pages point at their files", self.name, total)
         self._write_llms()
-        self.folder.commit(self._sources())
+        self.folder.commit(sources_json(self.name, self.build, self.pages))
         self.build.outcome, self.build.graph_path = "committed", str(self.folder.live)
         self.crawler.stats.set_value("skillgraph/graph/committed", 1)
         logger.info("Graph %s: %d pages in %s", self.name, len(self.pages), self.folder.live)
@@ -265,18 +220,7 @@ class GraphWriterPipeline:
     def _fail(self, why: str, reason: str) -> None:
         assert self.folder is not None
         build = self.build
-        self.folder.discard({
-            "name": self.name,
-            "failed_at": utc_now(),
-            "reason": why,
-            "finish_reason": reason,
-            "pages": len(self.pages),
-            "kept_previous": self.folder.live.exists(),
-            "scrape_profile": self._scrape_profile(),
-            "skipped": [e.skipped_json() for e in build.skipped()],
-            "skipped_counts": build.skipped_counts(),
-            "warnings": build.warnings,
-        })
+        self.folder.discard(failure_json(self.name, build, self.pages, why, reason, self.folder.live.exists()))
         build.outcome, build.failure = "failed", why
         self.crawler.stats.set_value("skillgraph/graph/failed", why)
         logger.error("Build of graph %s failed (%s); the previous graph is kept", self.name, why)

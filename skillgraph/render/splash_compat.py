@@ -4,7 +4,8 @@ scrapy-splash is unmaintained against recent Scrapy; three things break:
 
 1. ``scrapy_splash.dupefilter`` and ``.request`` import ``canonicalize_url``
    from ``scrapy.utils.url``, which Scrapy dropped (it lives in w3lib). The
-   name is provided there, from w3lib, before scrapy-splash is imported.
+   name is provided there, from w3lib, before scrapy-splash is imported (by
+   :mod:`skillgraph.compat.scrapy_splash`, imported first).
 2. ``SplashDeduplicateArgsMiddleware.process_spider_output`` is a plain
    generator: Scrapy 2.19 refuses a spider middleware that cannot take
    asynchronous spider output (``start()`` and async callbacks produce it).
@@ -13,7 +14,8 @@ scrapy-splash is unmaintained against recent Scrapy; three things break:
    in place of the removed ``process_start_requests`` hook.
 3. ``SplashMiddleware._get_slot_key`` calls the private
    ``Downloader._get_slot_key(request, spider)``, gone from Scrapy 2.19;
-   the public ``Downloader.get_slot_key(request)`` replaces it.
+   the public ``Downloader.get_slot_key(request)`` replaces it (through the
+   ``slot_key`` hook of :class:`skillgraph.compat.scrapy_splash.SplashMiddlewareHooks`).
 
 The subclasses also drop the deprecated ``spider`` argument of middleware
 methods (``self.crawler.spider`` instead). Everything else — the request
@@ -27,14 +29,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import scrapy.utils.url
-import w3lib.url
 from scrapy import Request
 
-if not hasattr(scrapy.utils.url, "canonicalize_url"):  # (1) before scrapy_splash is imported
-    scrapy.utils.url.canonicalize_url = w3lib.url.canonicalize_url  # type: ignore[attr-defined]
-
-from scrapy_splash import middleware as _splash
+from skillgraph.compat.scrapy_splash import SplashMiddlewareHooks, dedup_splash_args  # (1): before scrapy_splash
+from skillgraph.compat.scrapy_splash import middleware as _splash
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -68,7 +66,7 @@ class SplashCookiesMiddleware(_splash.SplashCookiesMiddleware):
         return super().process_response(request, response, self.crawler.spider)
 
 
-class SplashMiddleware(_splash.SplashMiddleware):
+class SplashMiddleware(SplashMiddlewareHooks):
     def spider_opened(self, spider: Spider) -> None:
         super().spider_opened(spider)
         _spider_state(spider)  # normally made by the removed process_start_requests hook
@@ -79,7 +77,7 @@ class SplashMiddleware(_splash.SplashMiddleware):
     def process_response(self, request: Request, response: Response) -> Any:
         return super().process_response(request, response, self.crawler.spider)
 
-    def _get_slot_key(self, request_or_response: Any) -> str:  # (3)
+    def slot_key(self, request_or_response: Any) -> str:  # (3)
         request = getattr(request_or_response, "request", None) or request_or_response
         return str(self.crawler.engine.downloader.get_slot_key(request))
 
@@ -97,7 +95,7 @@ class SplashDeduplicateArgsMiddleware(_splash.SplashDeduplicateArgsMiddleware):
             spider = self.crawler.spider
             assert spider is not None
             _spider_state(spider)
-            return self._process_request(element, spider)
+            return dedup_splash_args(self, element, spider)
         return element
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:

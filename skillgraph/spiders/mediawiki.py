@@ -33,6 +33,7 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from w3lib.html import remove_tags, replace_entities
 
+from skillgraph.build import Build
 from skillgraph.extract import extract_html
 from skillgraph.mediawiki import (
     ALLPAGES,
@@ -64,7 +65,6 @@ class MediaWikiSpider(SkillgraphSpider):
     """Declare ``api`` too (the wiki's ``api.php`` URL); ``start_url`` is the main page."""
 
     api: ClassVar[str] = ""
-    profiler: SiteProfiler  # set by SkillgraphSpider.from_crawler
     strategy = "crawl"  # what `scrapy batch` schedules it as: a bounded web crawl
 
     def __init__(self, *args: Any, base_url: str | None = None, **kwargs: Any) -> None:
@@ -85,11 +85,12 @@ class MediaWikiSpider(SkillgraphSpider):
         spider.aplimit = crawler.settings.get("SKILLGRAPH_MEDIAWIKI_APLIMIT") or "max"
         return spider
 
-    async def detect(self) -> SiteProfile:
+    async def detect(self, profiler: SiteProfiler) -> SiteProfile:
+        """The strategy middleware's detection, replaced: the wiki's API enumerates its pages."""
         url = api_url(self.api_endpoint, SITEINFO)
         probes: list[Probe] = []
         try:
-            response = await self.profiler.fetch(url)
+            response = await profiler.fetch(url)
         except Exception as exc:
             probes.append(Probe(url, None, f"error: {exc or type(exc).__name__}"[:200]))
         else:
@@ -151,7 +152,7 @@ class MediaWikiSpider(SkillgraphSpider):
         self.crawler.stats.inc_value("skillgraph/mediawiki/titles", len(titles))
         for title in titles:
             url = article_url(self.wiki.article_base, title, self.wiki.first_letter)
-            if not self.build.learn(url, "index"):
+            if not Build.of(self.crawler).learn(url, "index"):
                 self.crawler.stats.inc_value("skillgraph/mediawiki/duplicate_title")
                 continue
             # skillgraph_link: recency dedup and carry-over know the page by its article URL.
@@ -180,7 +181,7 @@ class MediaWikiSpider(SkillgraphSpider):
             return
         url = failure.request.cb_kwargs.get("url", failure.request.url)
         status = failure.value.response.status if failure.check(HttpError) else None
-        self.build.skip(url, "http" if status else "network", status=status,
+        Build.of(self.crawler).skip(url, "http" if status else "network", status=status,
                         detail=f"{type(failure.value).__name__}: {failure.value}"[:200])
         self._api_failed(url, f"{type(failure.value).__name__}: {failure.value}"[:300], failure.value)
 
@@ -190,7 +191,7 @@ class MediaWikiSpider(SkillgraphSpider):
         self._warn(url, why, exc.code if isinstance(exc, ApiError) else type(exc).__name__)
 
     def _warn(self, url: str, message: str, label: str) -> None:
-        self.build.warn("mediawiki", url, message, label)
+        Build.of(self.crawler).warn("mediawiki", url, message, label)
 
     @staticmethod
     def wrap(title: str, html: str) -> str:

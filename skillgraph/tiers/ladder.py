@@ -17,15 +17,16 @@ Otherwise the same URL is requested again for the next tier (``dont_filter``,
   written as ``best-effort`` with a ``build_warning``; a page blocked at every
   tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
 
-The callbacks of the ladder's requests are the spider's own ``html_document``
-(requests stay serialisable for JOBDIR and scrapy-redis); state travels in meta.
+A ladder request's callback is the spider's ``html_document``, its errback (a render
+timeout, a refused connection) ``tier_failed``: spider methods (:mod:`skillgraph.pages`),
+so requests stay serialisable for JOBDIR and scrapy-redis; state travels in meta.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -39,8 +40,10 @@ from skillgraph.tiers.attempt import Attempt, better
 from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt, page_attempt
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import HtmlResponse
+
     from skillgraph.items import DocumentItem
-    from skillgraph.spiders.base import SkillgraphSpider
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +51,20 @@ NEGOTIATE_ACCEPT = "text/markdown, text/x-markdown;q=0.9"
 NEXT_TIERS = {"html": ("negotiated", "render"), "negotiated": ("render",), "render": ()}
 
 
+class PageSpider(Protocol):
+    """What the ladder needs of a spider (the page callbacks of :mod:`skillgraph.pages`)."""
+
+    crawler: Crawler
+
+    def html_document(self, response: HtmlResponse, link: str) -> Iterator[Any]: ...
+    def tier_failed(self, failure: Any) -> Iterator[Any]: ...
+    def follow_links(self, response: HtmlResponse) -> Iterator[Request]: ...
+    def markdown_title(self, text: str) -> str: ...
+    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem: ...
+
+
 class TierLadder:
-    def __init__(self, spider: SkillgraphSpider) -> None:
+    def __init__(self, spider: PageSpider) -> None:
         self.spider = spider
         self.crawler = spider.crawler
         self.stats = spider.crawler.stats
@@ -61,7 +76,7 @@ class TierLadder:
         self.warned_hosts: set[tuple[str, str]] = set()
 
     @classmethod
-    def of(cls, spider: SkillgraphSpider) -> TierLadder:
+    def of(cls, spider: PageSpider) -> TierLadder:
         ladder: TierLadder | None = getattr(spider, "_skillgraph_tier_ladder", None)
         if ladder is None:
             ladder = cls(spider)
@@ -75,13 +90,11 @@ class TierLadder:
         stage = meta.get("skillgraph_tier") or "html"
         if "skillgraph_depth" in meta:  # the page's own depth, for the links of a rendered page
             meta["depth"] = meta["skillgraph_depth"]
-        if response.status != 200 and not meta.get("skillgraph_tier_error"):
+        if response.status != 200:
             self.stats.inc_value(f"skillgraph/tiers/status/{response.status}")
         shell: Shell | None = None
         code_blocks = int(meta.get("skillgraph_code_blocks", 0))
-        if meta.get("skillgraph_tier_error"):
-            attempt = Attempt.failed(stage, response.url, f"{stage} request failed: {meta['skillgraph_tier_error']}")
-        elif stage == "negotiated":
+        if stage == "negotiated":
             attempt = self.negotiated(response, code_blocks)
         elif stage == "render":
             attempt, _, _ = page_attempt("render", response, self.threshold)
@@ -92,17 +105,34 @@ class TierLadder:
             if shell.is_shell:
                 self.stats.inc_value("skillgraph/tiers/shell_detected")
         self.stats.inc_value(f"skillgraph/tiers/{stage}/{'passed' if attempt.passed else 'failed'}")
-        attempts: list[dict[str, Any]] = [*meta.get("skillgraph_attempts", ())]
         if attempt.passed:
-            yield self.document(link, attempt, stage, attempts)
+            yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())])
             return
-        attempts.append(attempt.summary())
-        best = better(Attempt.from_meta(meta.get("skillgraph_best")), attempt)
         scripted = shell.executable > 0 if shell is not None else bool(meta.get("skillgraph_scripted", True))
-        request = self.next_request(response, link, stage, shell is not None and shell.is_shell, scripted,
-                                    code_blocks, attempts, best)
-        if request is not None:
-            yield request
+        yield from self.move_on(response.request, meta, link, attempt, stage, shell is not None and shell.is_shell,
+                                scripted, code_blocks)
+
+    def failed(self, failure: Any) -> Iterator[Any]:
+        """A ladder request that produced no response: recorded as the tier's failure, then moving on."""
+        request = failure.request
+        meta = request.meta
+        stage = meta.get("skillgraph_tier") or "html"
+        reason = f"{type(failure.value).__name__}: {failure.value}".strip()[:300]
+        self.stats.inc_value(f"skillgraph/tiers/{stage}/error")
+        logger.info("Tier %s of %s failed (%s); the ladder moves on", stage, request.url, reason)
+        link = str(meta.get("skillgraph_link") or request.cb_kwargs.get("link") or request.url)
+        attempt = Attempt.failed(stage, request.url, f"{stage} request failed: {reason}")
+        yield from self.move_on(request, meta, link, attempt, stage, False, bool(meta.get("skillgraph_scripted", True)),
+                                int(meta.get("skillgraph_code_blocks", 0)))
+
+    def move_on(self, request: Request | None, meta: dict[str, Any], link: str, attempt: Attempt, stage: str,
+                shell: bool, scripted: bool, code_blocks: int) -> Iterator[Any]:
+        """The next tier's request, or the end of the ladder (best effort, blocked, no content)."""
+        attempts: list[dict[str, Any]] = [*meta.get("skillgraph_attempts", ()), attempt.summary()]
+        best = better(Attempt.from_meta(meta.get("skillgraph_best")), attempt)
+        following = self.next_request(request, meta, link, stage, shell, scripted, code_blocks, attempts, best)
+        if following is not None:
+            yield following
         else:
             yield from self.finish(link, attempts, best)
 
@@ -124,9 +154,12 @@ class TierLadder:
 
     # moving on -------------------------------------------------------------------
 
-    def next_request(self, response: Response, link: str, stage: str, shell: bool, scripted: bool,
-                     code_blocks: int, attempts: list[dict[str, Any]], best: Attempt | None) -> Request | None:
-        host = urlsplit(response.url).netloc
+    def next_request(self, origin: Request | None, meta: dict[str, Any], link: str, stage: str, shell: bool,
+                     scripted: bool, code_blocks: int, attempts: list[dict[str, Any]],
+                     best: Attempt | None) -> Request | None:
+        assert origin is not None
+        url = origin.url
+        host = urlsplit(url).netloc
         for tier in NEXT_TIERS.get(stage, ()):
             if tier == "negotiated":
                 known = self.negotiates.get(host)
@@ -142,16 +175,15 @@ class TierLadder:
                     continue
                 if not scripted:  # no <script> at all: a browser would show the very same page
                     self.stats.inc_value("skillgraph/tiers/render/skipped")
-                    skipped = Attempt.failed("render", response.url, "skipped: the page has no scripts")
+                    skipped = Attempt.failed("render", url, "skipped: the page has no scripts")
                     attempts.append(skipped.summary())
                     continue
                 extra, headers = render_meta(self.render), {}
-            origin = response.request
-            carried = {k: v for k, v in response.meta.items()
+            carried = {k: v for k, v in meta.items()
                        if k in ("skillgraph_link", "skillgraph_title", "skillgraph_follow")}
-            if origin is not None and stage == "html" and origin.cb_kwargs.get("follow"):
+            if stage == "html" and origin.cb_kwargs.get("follow"):
                 carried["skillgraph_follow"] = True
-            meta = {
+            tier_meta = {
                 **carried, **extra,
                 "skillgraph_tier": tier,
                 "skillgraph_attempts": attempts,
@@ -160,7 +192,7 @@ class TierLadder:
                 "skillgraph_scripted": scripted,
                 # A tier is the same page, not a link deeper: DEPTH_LIMIT must not drop it.
                 "depth_reset": True,
-                "skillgraph_depth": response.meta.get("depth", 0),
+                "skillgraph_depth": meta.get("skillgraph_depth", meta.get("depth", 0)),
                 "handle_httpstatus_all": True,  # every answer is examined, 404s included
                 # the same URL again, on purpose: not "recently scraped", and never a 304
                 "dont_recency": True,
@@ -169,10 +201,11 @@ class TierLadder:
                 "dont_retry": True,
             }
             self.stats.inc_value(f"skillgraph/tiers/{tier}/requested")
-            priority = (origin.priority if origin is not None else 0) + 10  # finish started pages first
+            priority = origin.priority + 10  # finish started pages first
             callback: Any = self.spider.html_document
-            return Request(response.url, callback=callback, cb_kwargs={"link": link},
-                           headers=headers, meta=meta, dont_filter=True, priority=priority)
+            errback: Any = self.spider.tier_failed
+            return Request(url, callback=callback, errback=errback, cb_kwargs={"link": link},
+                           headers=headers, meta=tier_meta, dont_filter=True, priority=priority)
         return None
 
     def finish(self, link: str, attempts: list[dict[str, Any]], best: Attempt | None) -> Iterator[Any]:

@@ -1,18 +1,12 @@
-"""TierErrorMiddleware: failed tier requests and non-HTML block answers are recorded, never lost.
+"""TierErrorMiddleware: non-HTML block answers are recorded, never lost.
 
-1. The ladder's requests (``meta["skillgraph_tier"]``) go to the spider's own
-   ``html_document`` with no errback (callbacks must be spider methods to stay
-   serialisable), so a download error — a render timeout, a crashed page, a
-   refused connection, after RetryMiddleware gave up — would silently lose the
-   page. ``process_exception`` answers such a request with an empty response
-   flagged ``meta["skillgraph_tier_error"]``; the ladder records the failure and
-   moves on to the next tier or to the best result so far.
-2. ``HTTPERROR_ALLOWED_CODES`` lets 403/429/503 page answers through so that block
-   pages reach the ladder. An HTML one does (``parse_page`` -> ``html_document``);
-   a plain-text one ("Too Many Requests") would be taken by ``parse_page`` for a
-   markdown document. ``process_response`` examines such an answer with the
-   quality gates, lists it under ``warnings`` as ``blocked`` and refuses it
-   (``IgnoreRequest``): a browser or a markdown twin cannot unblock a text error.
+``HTTPERROR_ALLOWED_CODES`` lets 403/429/503 page answers through so that block
+pages reach the ladder. An HTML one does (``parse_page`` -> ``html_document``);
+a plain-text one ("Too Many Requests") would be taken by ``parse_page`` for a
+markdown document. ``process_response`` examines such an answer with the
+quality gates, lists it under ``warnings`` as ``blocked`` and refuses it
+(``IgnoreRequest``): a browser or a markdown twin cannot unblock a text error.
+(Failed tier requests reach the ladder through their errback, ``tier_failed``.)
 
 Placed at 540, just before RetryMiddleware (550): it sees only what retries could
 not fix.
@@ -49,16 +43,6 @@ class TierErrorMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TierErrorMiddleware:
         return cls(crawler)
-
-    def process_exception(self, request: Request, exception: Exception) -> HtmlResponse | None:
-        tier = request.meta.get("skillgraph_tier")
-        if not tier:
-            return None
-        reason = f"{type(exception).__name__}: {exception}".strip()[:300]
-        request.meta["skillgraph_tier_error"] = reason
-        self.crawler.stats.inc_value(f"skillgraph/tiers/{tier}/error")
-        logger.info("Tier %s of %s failed (%s); the ladder moves on", tier, request.url, reason, exc_info=True)
-        return HtmlResponse(request.url, status=200, body=b"", request=request, flags=["skillgraph-tier-error"])
 
     def process_response(self, request: Request, response: Response) -> Response:
         if (response.status not in self.allowed or isinstance(response, HtmlResponse)

@@ -4,6 +4,8 @@ Order (DESIGN.md, "Precise definitions"): scope by scope, nearest first,
 ``llms-full.txt`` then ``llms.txt``; then ``/.well-known/llms.txt`` and a
 ``Link: <...>; rel="llms-txt"`` header on the start URL; then ``sitemap.xml``
 at the scope and the root and robots.txt ``Sitemap:`` lines; else ``crawl``.
+This module holds that ladder; each step (what it fetches, what it accepts)
+and the result types are in :mod:`skillgraph.probes`, re-exported here.
 
 Every probe is a real Scrapy request through ``engine.download_async`` (the
 ``RobotsTxtMiddleware`` pattern), so robots.txt, politeness, the SSRF guard,
@@ -14,71 +16,24 @@ Probes run one at a time: they all hit the same host.
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 
-from skillgraph.llms import LlmsIndex, looks_like_html, parse_llms_txt
+from skillgraph.probes import UNREACHABLE_AFTER, Probe, ProbeRun, SiteProfile, utc_now
 from skillgraph.signals import profile_detected
-from skillgraph.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
-from skillgraph.urls import in_scope, parent_scopes, root_of, same_site, scope_of
+from skillgraph.urls import parent_scopes, root_of, scope_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+__all__ = ["STRATEGIES", "UNREACHABLE_AFTER", "Probe", "SiteProfile", "SiteProfiler", "utc_now"]
+
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("llms-full", "llms-index", "sitemap", "crawl")
-UNREACHABLE_AFTER = 2  # consecutive network errors (after retries) before the host counts as down
-_LINK_LLMS = re.compile(r"<([^>]+)>\s*;[^,]*rel=\"?llms-txt\"?", re.I)
-_MD_LINK = re.compile(r"\[[^\]]+\]\([^)\s]+")
-
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class Probe:
-    url: str
-    status: int | None
-    outcome: str
-
-
-@dataclass
-class SiteProfile:
-    """The chosen strategy, and what was learnt on the way (kept for the spider)."""
-
-    url: str
-    strategy: str
-    scope: str
-    source: str
-    detected_at: str
-    probes: list[Probe] = field(default_factory=list)
-    corpus: str | None = None  # llms-full text
-    index: LlmsIndex | None = None  # llms.txt parsed
-    page_urls: list[str] = field(default_factory=list)  # in-scope sitemap URLs
-    sitemap_skipped: int = 0  # sitemap URLs outside the scope
-    offsite: list[str] = field(default_factory=list)  # llms.txt links off the site's domain (never requested)
-
-    def to_json(self) -> dict[str, Any]:
-        """The public shape (``scrapy detect`` and ``sources.json`` ``scrape_profile``)."""
-        return {
-            "url": self.url,
-            "strategy": self.strategy,
-            "scope": self.scope,
-            "source": self.source,
-            "detected_at": self.detected_at,
-            "probes": [asdict(p) for p in self.probes],
-        }
 
 
 class SiteProfiler:
@@ -100,8 +55,7 @@ class SiteProfiler:
     async def profile(self, url: str, scope: str | None = None, strategy: str | None = None) -> SiteProfile:
         """Detect the strategy for ``url``; ``strategy`` forces one (a spider's hint)."""
         scope = scope or scope_of(url)
-        run = _ProfileRun(self, url, scope)
-        profile = await run.detect(strategy)
+        profile = await _ladder(ProbeRun(self, url, scope), strategy)
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(f"skillgraph/profiler/strategy/{profile.strategy}")
@@ -116,183 +70,21 @@ class SiteProfiler:
         return await self.crawler.engine.download_async(request)
 
 
-class _ProfileRun:
-    """One detection: the probe log and the rules that read each answer."""
-
-    def __init__(self, profiler: SiteProfiler, url: str, scope: str) -> None:
-        self.p = profiler
-        self.url = url
-        self.scope = scope
-        self.probes: list[Probe] = []
-        self.network_errors = 0  # consecutive network failures
-        self.offsite: list[str] = []  # llms.txt links off the site, from every index read
-
-    def _probe(self, probe: Probe) -> None:
-        """Record a probe; a rejection or an error is also logged and counted (the reason is the outcome)."""
-        self.probes.append(probe)
-        kind = probe.outcome.split(":", 1)[0]
-        stats = self.p.crawler.stats
-        assert stats is not None
-        stats.inc_value(f"skillgraph/profiler/probe/{kind}")
-        if kind in ("rejected", "error"):
-            logger.info("Probe %s %s", probe.url, probe.outcome)
-
-    def _done(self, strategy: str, source: str, **extra: Any) -> SiteProfile:
-        return SiteProfile(self.url, strategy, self.scope, source, utc_now(), self.probes, offsite=self.offsite,
-                           **extra)
-
-    async def _get(self, url: str) -> Response | None:
-        if self.network_errors >= UNREACHABLE_AFTER:
-            return None  # the host does not answer: stop probing it, the crawl will say so
-        try:
-            response = await self.p.fetch(url)
-        except Exception as exc:
-            reason = str(exc) or type(exc).__name__
-            self._probe(Probe(url, None, f"error: {reason[:200]}"))
-            if not isinstance(exc, IgnoreRequest):
-                self.network_errors += 1
-            return None
-        self.network_errors = 0
-        if urlsplit(response.url).netloc.lower() != urlsplit(url).netloc.lower():
-            self._probe(Probe(url, response.status, f"rejected: redirected off-host to {response.url}"))
-            return None
-        if response.status in (404, 410):
-            self._probe(Probe(url, response.status, "missing"))
-            return None
-        if response.status >= 400:
-            self._probe(Probe(url, response.status, f"rejected: HTTP {response.status}"))
-            return None
-        return response
-
-    async def detect(self, forced: str | None) -> SiteProfile:
-        if forced == "crawl":
-            return self._done("crawl", self.url)
-        scopes = parent_scopes(self.scope)
-        if forced in (None, "llms-full", "llms-index"):
-            for scope in scopes:
-                if forced in (None, "llms-full") and (profile := await self._llms_full(scope + "llms-full.txt")):
-                    return profile
-                if forced in (None, "llms-index") and (profile := await self._llms_index(scope + "llms.txt")):
-                    return profile
-            if forced in (None, "llms-index"):
-                if profile := await self._llms_index(root_of(self.url) + ".well-known/llms.txt"):
-                    return profile
-                if profile := await self._link_header():
-                    return profile
-        if forced in (None, "sitemap") and (profile := await self._sitemaps()):
-            return profile
-        return self._done("crawl", self.url)
-
-    def _text(self, response: Response) -> str:
-        if isinstance(response, TextResponse):
-            return response.text
-        return response.body.decode("utf-8", errors="replace")
-
-    async def _llms_full(self, url: str) -> SiteProfile | None:
-        response = await self._get(url)
-        if response is None:
-            return None
-        text = self._text(response)
-        ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
-        if looks_like_html(text, ctype):
-            self._probe(Probe(url, response.status, "rejected: HTML"))
-            return None
-        if len(text) <= self.p.full_min_chars:
-            self._probe(Probe(url, response.status, f"rejected: {len(text)} characters"))
-            return None
-        self._probe(Probe(url, response.status, "accepted"))
-        return self._done("llms-full", response.url, corpus=text)
-
-    async def _llms_index(self, url: str) -> SiteProfile | None:
-        response = await self._get(url)
-        if response is None:
-            return None
-        return self._read_index(url, response)
-
-    def _read_index(self, url: str, response: Response) -> SiteProfile | None:
-        text = self._text(response)
-        ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
-        if looks_like_html(text, ctype):
-            self._probe(Probe(url, response.status, "rejected: HTML"))
-            return None
-        index = parse_llms_txt(text, response.url)
-        if not index.links:
-            self._probe(Probe(url, response.status, "rejected: no links"))
-            return None
-        # DESIGN.md: links may point at the site's registrable domain and SKILLGRAPH_ALLOWED_DOMAINS only.
-        onsite = [link for link in index.links if same_site(link.url, self.url, self.p.allowed_domains)]
-        offsite = [link.url for link in index.links if link not in onsite]
-        self.offsite.extend(u for u in offsite if u not in self.offsite)
-        if not onsite:
-            self._probe(Probe(url, response.status, f"rejected: all {len(offsite)} links are off-site "
-                                                     "(see SKILLGRAPH_ALLOWED_DOMAINS)"))
-            return None
-        index.links = onsite
-        self._probe(Probe(url, response.status, "accepted"))
-        return self._done("llms-index", response.url, index=index)
-
-    async def _link_header(self) -> SiteProfile | None:
-        response = await self._get(self.url)
-        if response is None:
-            return None
-        header = b", ".join(response.headers.getlist(b"Link")).decode("latin-1")
-        match = _LINK_LLMS.search(header)
-        if not match:
-            self._probe(Probe(self.url, response.status, "missing: no rel=llms-txt Link header"))
-            return None
-        self._probe(Probe(self.url, response.status, "accepted: rel=llms-txt Link header"))
-        target = urljoin(response.url, match.group(1))
-        return await self._llms_index(target)
-
-    async def _sitemaps(self) -> SiteProfile | None:
-        root = root_of(self.url)
-        candidates = [self.scope + "sitemap.xml"]
-        if root + "sitemap.xml" not in candidates:
-            candidates.append(root + "sitemap.xml")
-        robots = await self._get(root + "robots.txt")
-        if robots is not None:
-            listed = robots_sitemaps(robots.body, robots.url)
-            self._probe(Probe(robots.url, robots.status, f"accepted: {len(listed)} Sitemap lines"))
-            candidates += [u for u in listed if u not in candidates]
-        for url in candidates:
-            profile = await self._sitemap(url)
-            if profile is not None:
+async def _ladder(run: ProbeRun, forced: str | None) -> SiteProfile:
+    """The first step that settles on a profile, in the module docstring's order; ``forced`` skips the others."""
+    if forced == "crawl":
+        return run.done("crawl", run.url)
+    if forced in (None, "llms-full", "llms-index"):
+        for scope in parent_scopes(run.scope):
+            if forced in (None, "llms-full") and (profile := await run.llms_full(scope + "llms-full.txt")):
                 return profile
-        return None
-
-    async def _sitemap(self, url: str) -> SiteProfile | None:
-        """Expand one sitemap (index, children, ``.gz``) into the in-scope page URLs."""
-        pending, seen, skipped = [url], {url}, 0
-        pages: list[str] = []
-        fetched = parsed_any = 0
-        while pending and fetched < self.p.max_sitemaps and len(pages) < self.p.max_sitemap_urls:
-            current = pending.pop(0)
-            fetched += 1
-            response = await self._get(current)
-            if response is None:
-                continue
-            try:
-                parsed = parse_sitemap(response.body, self.p.max_size)
-            except SitemapError as exc:
-                self._probe(Probe(current, response.status, f"rejected: {exc}"))
-                continue
-            parsed_any += 1
-            if parsed.kind == "sitemapindex":
-                children = [u for u in parsed.locs if u not in seen]
-                seen.update(children)
-                pending.extend(children)
-                self._probe(Probe(current, response.status, f"accepted: index of {len(parsed.locs)}"))
-                continue
-            inside = [u for u in parsed.locs if in_scope(u, self.scope)]
-            skipped += len(parsed.locs) - len(inside)
-            pages.extend(inside[: self.p.max_sitemap_urls - len(pages)])
-            self._probe(Probe(current, response.status, f"accepted: {len(inside)} URLs in scope"))
-        if pending:
-            logger.warning("Sitemap %s: %d child sitemaps left unread (bound reached)", url, len(pending))
-        if not pages:
-            if parsed_any:
-                self._probe(Probe(url, None, "rejected: no URLs in scope"))
-            return None
-        unique = list(dict.fromkeys(pages))
-        return self._done("sitemap", url, page_urls=unique, sitemap_skipped=skipped)
-
+            if forced in (None, "llms-index") and (profile := await run.llms_index(scope + "llms.txt")):
+                return profile
+        if forced in (None, "llms-index"):
+            if profile := await run.llms_index(root_of(run.url) + ".well-known/llms.txt"):
+                return profile
+            if profile := await run.link_header():
+                return profile
+    if forced in (None, "sitemap") and (profile := await run.sitemaps()):
+        return profile
+    return run.done("crawl", run.url)

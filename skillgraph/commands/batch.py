@@ -20,7 +20,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import get_spider_loader
 
-from skillgraph.batch.detect import BatchDetectSpider
+from skillgraph.batch.detect import detect_sites
 from skillgraph.batch.plan import Site, ordered
 from skillgraph.batch.report import table, write_report
 from skillgraph.batch.runner import BatchRunner, Limits
@@ -109,9 +109,7 @@ class Command(ScrapyCommand):
         settings.set("DOWNLOAD_TIMEOUT", min(settings.getfloat("DOWNLOAD_TIMEOUT", 30), timeout), "cmdline")
         settings.set("RETRY_ENABLED", False, "cmdline")
         settings.set("SKILLGRAPH_CRAWL_TIMEOUT", 0, "cmdline")  # the crawls' bound, not detection's
-        crawler = self.crawler_process.create_crawler(BatchDetectSpider)
-        self.crawler_process.crawl(crawler, sites=sites, timeout=timeout)
-        self.crawler_process.start()
+        detect_sites(self.crawler_process, sites, timeout)
 
     def _sites(self, args: list[str], opts: argparse.Namespace) -> list[Site]:
         assert self.settings is not None

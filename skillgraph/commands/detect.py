@@ -1,6 +1,7 @@
 """``scrapy detect URL [URL ...]``: print each site's strategy as one JSON line.
 
-Detection runs the same SiteProfiler as the crawl, inside a real crawler, so
+Detection runs the same SiteProfiler as the crawl, inside a real crawler (the
+:class:`~skillgraph.detect.DetectSpider` the batch's detection phase runs too), so
 its probes obey robots.txt, politeness and the SSRF guard. Sites are probed
 concurrently (one probe at a time per site).
 
@@ -12,19 +13,17 @@ the exit status is then 1. Nothing is logged unless ``-L`` asks for it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from skillgraph.profiler import SiteProfile, SiteProfiler
+from skillgraph.detect import Detection, DetectSpider
+from skillgraph.profiler import SiteProfile
 from skillgraph.safety.ssrf import canonical_host
 from skillgraph.settings_check import exit_on_bad_settings
 
@@ -69,27 +68,6 @@ def profile_error(profile: SiteProfile) -> str:
             "or set SKILLGRAPH_PROXY_URL if it is only reachable through a proxy")
 
 
-class DetectSpider(Spider):
-    """Profiles its URLs and yields nothing; results are kept in ``profiles``."""
-
-    name = "skillgraph_detect"
-
-    def __init__(self, urls: list[str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.urls = urls
-        self.profiles: dict[str, SiteProfile] = {}
-
-    async def start(self) -> AsyncIterator[Any]:
-        profiler = SiteProfiler.from_crawler(self.crawler)
-
-        async def one(url: str) -> None:
-            self.profiles[url] = await profiler.profile(url)
-
-        await asyncio.gather(*(one(url) for url in self.urls))
-        return
-        yield  # pragma: no cover - makes this an async generator
-
-
 class Command(ScrapyCommand):
     requires_project = True
 
@@ -112,12 +90,12 @@ class Command(ScrapyCommand):
         exit_on_bad_settings(self.settings)
         bad = {url: why for url in args if (why := url_error(url))}
         valid = list(dict.fromkeys(url for url in args if url not in bad))
-        profiles: dict[str, SiteProfile] = {}
-        if valid:
+        detections = [Detection(url) for url in valid]
+        if detections:
             crawler = self.crawler_process.create_crawler(DetectSpider)
-            self.crawler_process.crawl(crawler, urls=valid)
+            self.crawler_process.crawl(crawler, sites=detections)
             self.crawler_process.start()
-            profiles = getattr(crawler.spider, "profiles", {})
+        profiles = {d.url: d.profile for d in detections if d.profile is not None}
         for url in args:
             profile = profiles.get(url)
             error = bad.get(url) or ("detection did not finish (run with -L DEBUG to see why)" if profile is None

@@ -9,6 +9,7 @@ from scrapy.utils.test import get_crawler
 
 from skillgraph.build import Build
 from skillgraph.items import DocumentItem
+from skillgraph.middlewares.budget import STOPPING_AT_BOUND
 from skillgraph.pipelines.page_budget import PageBudgetExhausted, PageBudgetPipeline
 from skillgraph.profiler import SiteProfile
 from skillgraph.signals import profile_detected
@@ -54,8 +55,7 @@ def test_over_budget_is_dropped_and_left_unreached() -> None:
     asyncio.run(budget.process_item(doc("http://s/docs/", "# Home\n")))
 
     async def over() -> None:
-        crawler.engine = None  # closing needs no engine here: the signal is what the test checks
-        budget.closing = True
+        STOPPING_AT_BOUND.add(crawler)  # already stopping: no engine needed here, the drop is what is checked
         await budget.process_item(doc("http://s/docs/a.html", "# A\n"))
 
     with pytest.raises(PageBudgetExhausted):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+from weakref import WeakSet
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
@@ -47,7 +48,6 @@ class PageBudgetMiddleware:
         self.build = Build.of(crawler)
         # A page in flight normally settles within one download; past that, let the next one go.
         self.patience = max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 30), 1.0)
-        self.closing = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageBudgetMiddleware:
@@ -59,15 +59,25 @@ class PageBudgetMiddleware:
         if await self.build.wait_for_budget(page_url(request), self.patience):
             return
         self.crawler.stats.inc_value("skillgraph/page_budget/unreached")
-        await self._close()
+        await stop_at_max_pages(self.crawler)
         raise BudgetReached(f"max_pages ({self.build.max_pages}) reached: {request.url} left for the next run")
 
-    async def _close(self) -> None:
-        if self.closing:
-            return
-        self.closing = True
-        limit = self.build.max_pages
-        await self.crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=limit)
-        assert self.crawler.engine is not None
-        # Not awaited: closing waits for the requests in progress, this one included.
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason="max_pages"))
+
+#: Crawlers already stopping at their page bound (each stops once).
+STOPPING_AT_BOUND: WeakSet[Crawler] = WeakSet()
+
+
+async def stop_at_max_pages(crawler: Crawler) -> None:
+    """The page bound is reached: say so once (``build_truncated``) and close the spider.
+
+    Shared by this middleware (no fetch past the bound) and the page budget
+    pipeline (no document admitted past it), whichever sees the bound first.
+    """
+    if crawler in STOPPING_AT_BOUND:
+        return
+    STOPPING_AT_BOUND.add(crawler)
+    limit = Build.of(crawler).max_pages
+    await crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=limit)
+    assert crawler.engine is not None
+    # Not awaited: closing waits for the requests in progress, the caller's included.
+    deferred_from_coro(crawler.engine.close_spider_async(reason="max_pages"))

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
-from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
 from skillgraph.items import sha256_text
-from skillgraph.signals import build_truncated
+from skillgraph.middlewares.budget import stop_at_max_pages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -47,7 +46,6 @@ class PageBudgetPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.build = Build.of(crawler)
-        self.closing = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageBudgetPipeline:
@@ -67,15 +65,6 @@ class PageBudgetPipeline:
             self.crawler.stats.inc_value("skillgraph/page_budget/not_counted_duplicate")
         elif verdict == "over-budget":
             self.crawler.stats.inc_value("skillgraph/page_budget/dropped")
-            await self._close()
+            await stop_at_max_pages(self.crawler)
             raise PageBudgetExhausted(f"max_pages ({self.build.max_pages}) reached")
         return item
-
-    async def _close(self) -> None:
-        if self.closing:
-            return
-        self.closing = True
-        limit = self.build.max_pages
-        await self.crawler.signals.send_catch_log_async(build_truncated, reason="max_pages", limit=limit)
-        assert self.crawler.engine is not None
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason="max_pages"))

@@ -25,8 +25,9 @@ system-deps:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
+# DEMO_ARGS go to `scrapy crawl` as they are, e.g. DEMO_ARGS="-s SKILLGRAPH_RENDER_ENABLED=False".
 demo: venv
-	$(PY) demo/demo.py
+	$(PY) demo/demo.py $(DEMO_ARGS)
 
 test: venv system-deps
 	$(PY) -m pytest -q

@@ -21,9 +21,9 @@ import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urljoin
 
+from skillgraph.markdown import IN_FENCE, scan
 from skillgraph.urls import page_key
 
-_FENCE = re.compile(r"^[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t]+)*(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -56,7 +56,6 @@ def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[s
     """
     out: list[str] = []
     prose: list[str] = []
-    fence: str | None = None
     total = 0
 
     def flush() -> None:
@@ -67,20 +66,12 @@ def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[s
             total += n
             prose.clear()
 
-    for line in markdown.splitlines(keepends=True):
-        match = _FENCE.match(line)
-        if fence is None:
-            if match:
-                flush()
-                fence = match.group(1)
-                out.append(line)
-            else:
-                prose.append(line)
+    for line in scan(markdown):  # fenced code, also in quotes and list items, is copied as it is
+        if line.kind in IN_FENCE:
+            flush()
+            out.append(line.text)
         else:
-            out.append(line)
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
-                    and not line[match.end():].strip():
-                fence = None
+            prose.append(line.text)
     flush()
     return "".join(out), total
 

@@ -27,15 +27,14 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from skillgraph.files import write_atomic
+from skillgraph.markdown import HEADING, IN_FENCE, headings, scan
 
 logger = logging.getLogger(__name__)
 
 ROOT_SECTION = "Pages"
 DESCRIPTION_CHARS = 160
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 #: A label line, not prose: ``**Source code:** [Lib/json/__init__.py](...)``.
 _FIELD = re.compile(r"^(\*\*|__)[^*_]{1,40}:(\*\*|__)")
 
@@ -116,19 +115,16 @@ def section_of(url: str, scope: str) -> str:
 
 
 def markdown_title(markdown: str) -> str:
-    match = _H1.search(markdown[:4000])
-    return match.group(1).strip() if match else ""
+    """The page's first H1 (in its first 4000 characters), outside code and containers."""
+    return next((h.title for h in headings(markdown[:4000]) if h.level == 1 and h.depth == 0 and h.title), "")
 
 
 def describe(markdown: str, title: str = "") -> str:
     """The page's first sentence-bearing paragraph line, plain, at most :data:`DESCRIPTION_CHARS` characters."""
-    in_fence = False
-    for raw in markdown.splitlines():
-        line = raw.strip()
-        if _FENCE.match(raw):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line or line.startswith(("#", "|", ">", "---", "<", "!", "[", "- ", "* ", "+ ", "=")):
+    for scanned in scan(markdown):
+        line = scanned.text.strip()
+        if scanned.kind in IN_FENCE or scanned.kind == HEADING or not line \
+                or line.startswith(("#", "|", ">", "---", "<", "!", "[", "- ", "* ", "+ ", "=")):
             continue
         if re.match(r"^\d+[.)]\s", line) or _FIELD.match(line):
             continue

@@ -12,13 +12,11 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ATX_H12 = re.compile(r"^ {0,3}(#{1,2})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+from skillgraph.markdown import HEADING, IN_FENCE, scan, split_lines
+
 _LIST_LINK = re.compile(
     r"^\s*[-*+]\s+\[(?P<name>[^\]]+)\]\((?P<url>[^)\s]+)(?:\s+\"[^\"]*\")?\)(?:\s*:\s*(?P<notes>.*))?"
 )
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
-_H2 = re.compile(r"^##\s+(.+?)\s*#*\s*$")
 _SLUG_DROP = re.compile(r"[^\w\- ]+", re.UNICODE)
 
 
@@ -61,20 +59,17 @@ def parse_llms_txt(text: str, base_url: str) -> LlmsIndex:
     """
     index = LlmsIndex(title=None, summary=None)
     section: str | None = None
-    in_fence = False
     summary_lines: list[str] = []
     seen: set[str] = set()
-    for line in text.lstrip("\ufeff").splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
+    for scanned in scan(text.lstrip("\ufeff")):
+        line = scanned.text.rstrip("\r\n")
+        if scanned.kind in IN_FENCE:
             continue
-        if in_fence:
-            continue
-        if index.title is None and (m := _H1.match(line)):
-            index.title = m.group(1)
-            continue
-        if m := _H2.match(line):
-            section = m.group(1)
+        if scanned.kind == HEADING and scanned.depth == 0 and scanned.title:
+            if index.title is None and scanned.level == 1:
+                index.title = scanned.title
+            elif scanned.level == 2:
+                section = scanned.title
             continue
         if section is None and line.startswith(">"):
             summary_lines.append(line.lstrip("> ").strip())
@@ -165,7 +160,7 @@ def front_matter(lines: list[str], i: int) -> tuple[int, dict[str, str]] | None:
 
 
 def split_sections(text: str) -> list[Section]:
-    """Split a corpus at ATX H1/H2 headings (and page front matter) outside code fences.
+    """Split a corpus at top-level ATX H1/H2 headings (and page front matter) outside code fences.
 
     Lossless: ``"".join(s.text for s in sections) == text``. Text before the
     first heading is a section of its own (titled ``preamble``). A section that
@@ -174,38 +169,24 @@ def split_sections(text: str) -> list[Section]:
     the heading right after it does not start another section, and ``url`` is
     the raw value.
     """
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     starts: list[tuple[int, str, str | None]] = []  # (line, title, front-matter url)
-    fence: str | None = None
     pending: tuple[int, dict[str, str]] | None = None  # front matter waiting for its heading
+    scanned = scan(lines)
     i = 0
     while i < len(lines):
-        line = lines[i]
-        m = _FENCE.match(line)
-        if m:
-            marker = m.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip()[len(marker):].strip():
-                fence = None
-            i += 1
+        line = next(scanned)
+        found = None if line.kind in IN_FENCE or not line.text.startswith("---") else front_matter(lines, i)
+        if found is not None:
+            if pending is not None:  # front matter with no heading of its own: a page still
+                starts.append((pending[0], *_fm_title(pending[1])))
+            pending, i = (i, found[1]), found[0]
+            scanned = scan(lines[k] for k in range(i, len(lines)))  # front matter is not markdown: read afresh
             continue
-        if fence is None and line.startswith("---"):
-            found = front_matter(lines, i)
-            if found is not None:
-                if pending is not None:  # front matter with no heading of its own: a page still
-                    starts.append((pending[0], *_fm_title(pending[1])))
-                pending = (i, found[1])
-                i = found[0]
-                continue
-        if fence is None and (h := _ATX_H12.match(line.rstrip("\r\n"))) and (h.group(2) or "").strip():
-            title = h.group(2).strip()
-            if pending is not None:
-                starts.append((pending[0], title, _fm_title(pending[1])[1]))
-                pending = None
-            else:
-                starts.append((i, title, None))
-        elif pending is not None and line.strip() and not line.lstrip().startswith("#"):
+        if line.starts_section and line.level <= 2 and line.title:
+            starts.append((pending[0], line.title, _fm_title(pending[1])[1]) if pending else (i, line.title, None))
+            pending = None
+        elif pending is not None and line.kind not in IN_FENCE and not line.starts_section and line.text.strip():
             starts.append((pending[0], *_fm_title(pending[1])))  # a page that opens with prose
             pending = None
         i += 1

@@ -13,7 +13,6 @@ budget. Nothing here is kept on the spider.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from types import MethodType
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
 
+from skillgraph import graph_llms
 from skillgraph.build import Build
 from skillgraph.items import DocumentItem
 from skillgraph.llms import looks_like_html
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 _MARKDOWN_TYPES = ("text/markdown", "text/x-markdown", "text/plain")
 _DEPTH_LIMITS: WeakKeyDictionary[Crawler, int] = WeakKeyDictionary()
 
@@ -92,11 +91,11 @@ class PageCallbacks:
 
     def page_failed(self, failure: Any) -> None:
         """Record why a page request produced no response (DESIGN.md's ``skipped`` reasons)."""
-        from skillgraph.middlewares.budget import BudgetReached
+        from skillgraph.middlewares.budget import Unreached
         from skillgraph.middlewares.recency import PageUnchanged
 
-        if failure.check(PageUnchanged, BudgetReached):
-            return  # carried over from the live graph / left unreached by the page bound
+        if failure.check(PageUnchanged, Unreached):
+            return  # carried over from the live graph / left unreached by the page bound or the timeout
         request = failure.request
         reason, status, detail = failure_reason(failure)
         link = str(request.meta.get("skillgraph_link") or request.url)
@@ -117,10 +116,10 @@ class PageCallbacks:
         yield self.original_request(response.request)
 
     def twin_failed(self, failure: Any) -> Iterator[Request]:
-        from skillgraph.middlewares.budget import BudgetReached
+        from skillgraph.middlewares.budget import Unreached
         from skillgraph.middlewares.recency import PageUnchanged
 
-        if failure.check(PageUnchanged, BudgetReached):  # carried over (issue 5), or past the page bound
+        if failure.check(PageUnchanged, Unreached):  # carried over (issue 5), or past a bound
             return
         self.crawler.stats.inc_value("skillgraph/llms/twin_error")
         yield self.original_request(failure.request)
@@ -209,8 +208,8 @@ class PageCallbacks:
 
     @staticmethod
     def markdown_title(text: str) -> str:
-        match = _H1.search(text[:4000])
-        return match.group(1).strip() if match else ""
+        """The first H1 outside code (one markdown scanner: :mod:`skillgraph.markdown`)."""
+        return graph_llms.markdown_title(text)
 
     def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem:
         profile = Build.of(self.crawler).profile

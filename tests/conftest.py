@@ -31,8 +31,9 @@ CORPUS_VARIABLE = "SKILLGRAPH_TEST_CORPUS"
 CORPUS = (ROOT / os.environ.get(CORPUS_VARIABLE, "../shared/corpus")).resolve()
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 
-#: Settings every test crawl uses: no politeness delay (the servers are ours).
-TEST_SETTINGS = {"DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS_PER_DOMAIN": "16", "LOG_LEVEL": "INFO"}
+#: Settings every test crawl uses: no politeness delay, no AutoThrottle (the servers are ours).
+TEST_SETTINGS = {"DOWNLOAD_DELAY": "0", "AUTOTHROTTLE_ENABLED": "False", "CONCURRENT_REQUESTS_PER_DOMAIN": "16",
+                 "LOG_LEVEL": "INFO"}
 
 
 def corpus_missing_reason() -> str:

@@ -268,6 +268,22 @@ def test_engine_and_slot_classes_have_the_wrapped_attributes() -> None:
     assert "self.slots: dict[str, Slot]" in init and "self.per_slot_settings" in init, upgrade(m, "Downloader")
 
 
+def test_take_slot_queue_empties_the_queue_the_downloader_reads() -> None:
+    from scrapy.core.downloader import Downloader, Slot
+    from twisted.internet.defer import Deferred
+
+    m = compat_scrapy
+    slot = Slot(2, 1.0, 0.0)
+    waiting = [(Request(f"https://example.org/{n}"), Deferred()) for n in range(3)]
+    slot.queue.extend(waiting)
+    assert m.slot_backlog(slot) == 3
+    assert m.take_slot_queue(slot) == waiting and m.slot_backlog(slot) == 0 and not slot.queue
+    source = inspect.getsource(Downloader._process_queue)
+    assert "slot.queue.popleft()" in source, upgrade(m, "Downloader._process_queue no longer pops Slot.queue")
+    assert "slot.queue.append((request, d))" in inspect.getsource(Downloader._enqueue_request), upgrade(
+        m, "Downloader._enqueue_request no longer queues (request, deferred) pairs")
+
+
 # Scrapy: the HTTP/1.1 handler's agent; Twisted: the pool key ------------------------------------
 
 

@@ -181,3 +181,34 @@ def test_crawl_timeout_bounds_a_stuck_site(crawl, tmp_path: Path) -> None:
     left = {s["url"] for s in sources["skipped"]} | set(sources["truncated"]["unreached"])
     assert {u.rsplit("/", 1)[-1] for u in left} >= {"e.html", "f.html"}, "the stuck pages are accounted for"
     assert not [line for line in result.log.splitlines() if "Traceback" in line]
+
+
+def test_crawl_timeout_drops_requests_waiting_for_their_delay(crawl, tmp_path: Path) -> None:
+    """At the timeout, requests queued behind the host's delay are left for the next run, not sent one by one.
+
+    30 llms.txt links behind a 1 s delay: the engine hands 16 to the downloader, which would send them a
+    second apart before the spider could close (16 s past the bound); dropped, the crawl closes at once.
+    """
+    root = tmp_path / "site"
+    (root / "docs").mkdir(parents=True)
+    names = [f"page{n:02d}" for n in range(30)]
+    (root / "docs" / "llms.txt").write_text("# Many\n\n> Many pages.\n\n## Docs\n\n"
+                                            + "\n".join(f"- [{n}]({n}.md): about {n}" for n in names) + "\n")
+    for name in names:
+        (root / "docs" / f"{name}.md").write_text(f"# {name}\n\n" + f"{name} explains one thing in words. " * 20
+                                                  + "\n\n```sh\nrun " + name + "\n```\n")
+    server = SiteServer(root)
+    try:
+        result = crawl("docs", url=server.url + "docs/", graph="queued", timeout=100,
+                       settings={"SKILLGRAPH_CRAWL_TIMEOUT": 5, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0,
+                                 "SKILLGRAPH_RENDER_ENABLED": False})
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    sources, stats = result.sources, result.stats
+    assert sources["truncated"]["reason"] == "crawl_timeout" and stats["finish_reason"] == "crawl_timeout"
+    assert stats["skillgraph/crawl_timeout/dropped"] >= 5, stats
+    assert len(sources["pages"]) + sources["truncated"]["skipped"] == 30, "every link a page or left unreached"
+    assert not sources["skipped"], "a dropped request is not a skip"
+    # Sent one delay apart, the queued requests would have held the close for 10 s and more.
+    assert stats["elapsed_time_seconds"] < 5 + 4, stats["elapsed_time_seconds"]

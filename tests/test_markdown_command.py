@@ -93,3 +93,21 @@ def scrape_markdown_quiet(*args: str) -> subprocess.CompletedProcess[str]:
     proc = scrapy_markdown(*args)
     assert "Traceback" not in proc.stderr
     return proc
+
+
+def test_not_text_tells_legacy_encodings_from_random_high_bytes() -> None:
+    """Bytes that are not UTF-8 are text only if they space their words: latin-1 prose and Shift-JIS
+    HTML are, random bytes without control characters (which decode to pages of mojibake) are not."""
+    import random
+
+    from skillgraph.commands.markdown import not_text
+
+    rng = random.Random(14)
+    assert not_text(bytes(rng.randrange(128, 256) for _ in range(4096))).startswith("not UTF-8 nor text")
+    assert not_text(bytes(rng.randrange(32, 256) for _ in range(4096))).startswith("not UTF-8 nor text")
+    assert not_text("Crème brûlée, café au lait: a page of words. ".encode("latin-1") * 40) == ""
+    assert not_text("<html><body><p>日本語のページです。</p>\n</body></html>\n".encode("shift_jis") * 40) == ""
+    assert not_text(("ü" * 40000).encode()) == "", "UTF-8 without spaces is still text"
+    cut = ("ü" * 32767 + "a" + "ü" * 10).encode()  # a two-byte character split by the 64 KB sniffing window
+    assert len(cut) > 65536 and not_text(cut) == ""
+    assert not_text(b"caf\xe9") == "", "too short to judge an encoding"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,23 @@ def test_section_ignores_headings_in_code() -> None:
     assert section(text, "zzz") is None
 
 
+def readme_client_config() -> dict[str, Any]:
+    """The MCP client configuration README.md shows, with its /path/to/skillgraph made this checkout."""
+    block = re.search(r"```json\n(\{\"skillgraph\".*?)\n```", (ROOT / "README.md").read_text("utf-8"), re.S)
+    assert block, "README.md shows the MCP client configuration"
+    config: dict[str, Any] = json.loads(block.group(1).replace("/path/to/skillgraph", str(ROOT)))["skillgraph"]
+    return config
+
+
 async def _session(settings: dict[str, str]) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    args = ["-m", "scrapy", "mcp"]
+    config = readme_client_config()  # the documented line itself starts the server
+    args = list(config["args"])
     for name, value in settings.items():
         args += ["-s", f"{name}={value}"]
-    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT),
-                                   env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
+    params = StdioServerParameters(command=config["command"], args=args, cwd=config["cwd"],
+                                   env={"HF_HUB_OFFLINE": "1"})
     out: dict[str, Any] = {}
     with anyio.fail_after(120):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

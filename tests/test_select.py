@@ -14,7 +14,8 @@ import pytest
 
 from skillgraph.extract import extract_html
 from skillgraph.extract.api import parse
-from skillgraph.extract.select import descend, masses, structure
+from skillgraph.extract.select import descend, masses
+from skillgraph.extract.shape import structure
 from skillgraph.quality.model import FAIL, PASS, WARN
 from skillgraph.quality.structure import Structure, read_markdown, structure_check
 

@@ -74,7 +74,9 @@ def test_sigterm_then_resume_completes_the_graph(slow_docs: SiteServer, tmp_path
     assert stats["skillgraph/graph/committed"] == 1
     sources = json.loads((tmp_path / "graphs" / "pydocs" / "sources.json").read_text())
     urls = [p["url"] for p in sources["pages"]]
-    assert len(urls) == len(set(urls)) == MAX_PAGES, "the resumed build is whole"
+    # The bound is spent on what this run wrote or carried as it went; a live page it did not reach
+    # again (its queued requests came first) is carried at the end, never dropped: up to the first run's pages more.
+    assert len(urls) == len(set(urls)) and MAX_PAGES <= len(urls) <= MAX_PAGES + len(journaled)
     assert {e["url"] for e in journaled} <= set(urls), "the stopped run's pages are in the resumed graph"
     stored = {d["url"] for d in first_docs.values()} | {json.loads(p.read_text())["url"] for p in items.glob("*.json")}
     for page in sources["pages"]:

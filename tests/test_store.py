@@ -16,10 +16,13 @@ from scrapy.settings import Settings
 
 from skillgraph.extract import html_to_markdown
 from skillgraph.items import sha256_text
-from skillgraph.store.chunk import FENCE_OPEN, chunk_markdown, parse_blocks
+from skillgraph.markdown import fenced_blocks
+from skillgraph.store.chunk import chunk_markdown, parse_blocks
 from skillgraph.store.embed import HashingEmbedder, from_blob, load_embedder
+from skillgraph.store.lexical import LexicalIndex
 from skillgraph.store.search import HybridSearch, fts_query
 from skillgraph.store.sqlite import SqliteStore, StoreMismatchError, open_store, store_path
+from skillgraph.store.vectors import VectorIndex
 from skillgraph.store.worker import StoreWorker, WorkerConfig
 from tests.conftest import PYTHON_DOCS
 
@@ -53,15 +56,7 @@ def document(url: str, markdown: str, title: str = "") -> dict[str, Any]:
 
 def fences_balanced(text: str) -> bool:
     """Every fence opened in ``text`` is closed in it (what a reader of one chunk needs)."""
-    open_fence: str | None = None
-    for line in text.splitlines():
-        if open_fence is None:
-            m = FENCE_OPEN.match(line)
-            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-                open_fence = m.group(1)
-        elif line.strip().startswith(open_fence) and set(line.strip()) == {open_fence[0]}:
-            open_fence = None
-    return open_fence is None
+    return all(block.closed for block in fenced_blocks(text))
 
 
 def words_outside_fence_lines(text: str) -> list[str]:
@@ -314,7 +309,9 @@ def test_search_finds_code_identifiers_top1(docs_store: tuple[StoreWorker, Any])
 def test_query_syntax_is_never_fts5_syntax(docs_store: tuple[StoreWorker, Any]) -> None:
     worker, _ = docs_store
     search = HybridSearch(worker.store, worker.embedder)
-    assert fts_query('NEAR(a b) OR "x" * -y') == '"near" OR "a" OR "b" OR "or" OR "x" OR "y"'
+    assert fts_query('NEAR(a b) OR "x" * -y') == '"near" OR "b" OR "x" OR "y"', "quoted; stopwords left out"
+    assert fts_query("to be or not") == '"to" OR "be" OR "or" OR "not"', "unless nothing else is left"
+    assert fts_query("open the file", frozenset({"file"})) == '"open"', "common words left out too"
     assert search.search('"unbalanced (quote* AND', 3) is not None
     assert search.search("   ", 3) == []
 
@@ -336,3 +333,62 @@ def test_embedding_vote_is_weighted_below_bm25(docs_store: tuple[StoreWorker, An
         semantic_only_seen += found_by_bm25.count(False)
         assert all(h.semantic_rank is None for h in lexical_only.search(query, 10)), "weight 0: no embedding"
     assert semantic_only_seen > 0, "the embedding still adds documents BM25 does not find"
+
+
+# -- the vector index and the word ranking of large stores -------------------------------------------------
+
+def brute_force(store: SqliteStore, query: Any) -> list[int]:
+    """Chunk ids by cosine, best first: the stored blobs one by one, as plain Python (the reference)."""
+    rows = store.db.execute("SELECT id, embedding FROM chunks").fetchall()
+    scored = [(sum(a * b for a, b in zip(from_blob(blob), query, strict=True)), cid) for cid, blob in rows]
+    return [cid for score, cid in sorted(scored, key=lambda sc: (-sc[0], sc[1])) if score > 0]
+
+
+def test_vector_index_is_exact_and_reads_the_store_only_when_it_changed(tmp_path: Path) -> None:
+    worker = worker_for(tmp_path / "s.sqlite3", dim=1024)
+    for doc in python_docs_documents(12):
+        worker.store_document(doc)
+    store, embedder = worker.store, worker.embedder
+    index, loop = VectorIndex(store), VectorIndex(store, use_numpy=False)
+    for query in ("encode binary data as text", "parse command line arguments", "zzzxqy"):
+        q = embedder.embed_one(query)
+        expected = brute_force(store, q)[:20]
+        assert index.top(q, 20) == loop.top(q, 20) == expected, query
+        cosines = index.cosines(q, [*expected[:5], 10**9])  # an id not stored is left out
+        assert list(cosines) == expected[:5] and all(a >= b for a, b in pairwise(cosines.values()))
+    allowed = {cid for (cid,) in store.db.execute("SELECT id FROM chunks WHERE url LIKE '%/base64.html'")}
+    q = embedder.embed_one("encode binary data as text")
+    assert index.top(q, 5, allowed) == [c for c in brute_force(store, q) if c in allowed][:5]
+    assert index.top(q, 5, set()) == []
+    assert index.loads == 1, "queries reuse the matrix"
+
+    other = SqliteStore(store.path, embedder.name, embedder.dimension)  # another process's connection
+    StoreWorker(other, embedder, WorkerConfig()).store_document(document(ORIGIN + "new.html", "# New\n\nokapi"))
+    other.close()
+    okapi = embedder.embed_one("okapi")
+    new_id = store.db.execute("SELECT id FROM chunks WHERE url = ?", (ORIGIN + "new.html",)).fetchone()[0]
+    assert index.top(okapi, 1) == [new_id] and index.loads == 2, "a commit elsewhere is seen"
+    before = index.cosines(okapi, [new_id])[new_id]
+    worker.store_document(document(ORIGIN + "new.html", "# New\n\nokapis only"))  # replaced on this connection
+    assert index.top(okapi, 1) == brute_force(store, okapi)[:1] and index.loads == 3, "and one made here"
+    (replaced,) = store.db.execute("SELECT id FROM chunks WHERE url = ?", (ORIGIN + "new.html",)).fetchone()
+    assert index.cosines(okapi, [replaced]).get(replaced, 0.0) < before, "the new vector, even under a reused id"
+    assert index.loads == 3
+
+
+def test_words_most_chunks_hold_leave_the_word_ranking_of_a_large_store(docs_store: tuple[StoreWorker, Any]
+                                                                        ) -> None:
+    worker, _ = docs_store
+    store = worker.store
+    chunks = store.counts()[1]
+    assert LexicalIndex(store).common_words() == frozenset(), f"{chunks} chunks: below COMMON_MIN_CHUNKS"
+    text = LexicalIndex(store, common_share=0.1, min_chunks=100)
+    common = text.common_words()
+    held = {word: store.db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                   (f'"{word}"',)).fetchone()[0] for word in ("function", "object", "base64")}
+    assert {w for w, n in held.items() if n > 0.1 * chunks} == {"function", "object"} <= common
+    assert "base64" not in common
+    assert fts_query("encode an object with base64", common) == '"encode" OR "base64"'
+    assert text.words("function object", 10), "a query of common words only still ranks by them"
+    everything = LexicalIndex(store, common_share=1.0, min_chunks=100)
+    assert text.words("base64 encode", 5) == everything.words("base64 encode", 5)

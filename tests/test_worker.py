@@ -24,6 +24,7 @@ from skillgraph.store.sqlite import SqliteStore
 from skillgraph.store.worker import StoreWorker, WorkerConfig
 from tests.conftest import ROOT, run_scrapy
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
+from tests.servers import SiteServer
 from tests.test_store import python_docs_documents
 
 QUEUE, PROCESSING = "skillgraph:queue", "skillgraph:processing"
@@ -214,6 +215,53 @@ def test_local_mode_stores_disk_items(tmp_path: Path) -> None:
     proc = run_scrapy(["worker", "--from-items", str(tmp_path / "items"), "-s", HASHING,
                        "-s", f"SKILLGRAPH_STORE_URL=sqlite:///{tmp_path}/store.sqlite3"])
     assert proc.returncode == 1 and "Could not store" in proc.stderr and "5 skipped unchanged" in proc.stderr
+
+
+def snapshot(path: Path) -> list[tuple[Any, ...]]:
+    """Every stored document and chunk row, ids and store times included: what a no-op run must not touch."""
+    db = sqlite3.connect(path)
+    try:
+        return (db.execute("SELECT * FROM documents ORDER BY url").fetchall()
+                + db.execute("SELECT id, url, ordinal, embedding FROM chunks ORDER BY id").fetchall())
+    finally:
+        db.close()
+
+
+def test_after_a_crawl_one_command_makes_the_graph_searchable_and_a_rerun_changes_nothing(
+        crawl: Any, python_docs: SiteServer, tmp_path: Path) -> None:
+    """README's local use, no Redis: ``scrapy crawl docs`` then ``scrapy worker --from-items items``."""
+    result = crawl("docs", url=python_docs.url + "library/json.html",
+                   settings={"SKILLGRAPH_MAX_PAGES": 3, "SKILLGRAPH_RENDER_ENABLED": False})
+    assert result.returncode == 0, result.log[-3000:]
+    items = tmp_path / "items"
+    crawled = [json.loads(p.read_text()) for p in items.rglob("*.json")]
+    assert len(crawled) == 3
+    # json.html as an earlier crawl saw it: its item stays in items/ (files are named by content hash)
+    old = next(dict(doc) for doc in crawled if doc["url"].endswith("/library/json.html"))
+    old.update(markdown="# json\n\nAn outdated page.\n", fetched_at="2020-01-01T00:00:00Z")
+    old["sha256"] = sha256_text(old["markdown"])
+    (items / "docs" / f"{old['sha256']}.json").write_text(json.dumps(old))
+    store = tmp_path / "store.sqlite3"
+    args = ["-s", f"SKILLGRAPH_STORE_URL=sqlite:///{store}", "-s", f"SKILLGRAPH_GRAPHS_DIR={result.graphs}"]
+
+    first = run_scrapy(["worker", "--from-items", str(items), *args,
+                        "-s", f"SKILLGRAPH_STATS_FILE={tmp_path}/stats-store.json"], timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert store_rows(store).keys() == {doc["url"] for doc in crawled}
+    assert {sha for sha, _ in store_rows(store).values()} == {doc["sha256"] for doc in crawled}, "newest version"
+    stats = stats_of(tmp_path, "store")
+    assert stats["skillgraph/worker/stored"] == 3 and stats["skillgraph/worker/superseded"] == 1
+    found = run_scrapy(["search", "pretty print JSON with indentation", "--json", *args], timeout=120)
+    assert found.returncode == 0, found.stderr[-2000:]
+    hit = json.loads(found.stdout.splitlines()[0])
+    assert hit["url"] == python_docs.url + "library/json.html"
+    assert (hit["graph"], hit["file"]) == (result.name, "json.md")
+
+    before = snapshot(store)
+    again = run_scrapy(["worker", "--from-items", str(items), *args], timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "0 documents stored" in again.stderr and "3 skipped unchanged" in again.stderr
+    assert snapshot(store) == before, "a second run changes nothing"
 
 
 def test_killed_worker_leaves_a_claim_the_reaper_returns_and_a_second_worker_completes(

@@ -48,17 +48,24 @@ def check_start_url(url: str | None) -> str:
 
 
 class Command(ScrapyCrawlCommand):
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Check settings and the start URL here: before the crawler process exists and logs its banner.
+
+        A usage error is then the usage line and one sentence, not 15 lines of Scrapy's start-up log first.
+        """
+        super().process_options(args, opts)
         if len(args) != 1:
             raise UsageError("give exactly one spider: scrapy crawl SPIDER (scrapy list shows them)")
-        assert self.crawler_process is not None
-        settings = self.crawler_process.settings
+        assert self.settings is not None
         try:
-            check_settings(settings)
+            check_settings(self.settings)
         except SettingsError as exc:
             raise UsageError(str(exc)) from exc
         if args[0] == "docs":
             check_start_url(opts.spargs.get("url"))
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.crawler_process is not None
         try:
             crawler = self.crawler_process.create_crawler(args[0])
         except KeyError as exc:

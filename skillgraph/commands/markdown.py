@@ -32,6 +32,7 @@ _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 #: C0 control characters that never occur in text (tab, LF, VT, FF, CR and ESC may).
 _CONTROL = frozenset(range(32)) - {9, 10, 11, 12, 13, 27}
 _SNIFF_BYTES = 65536
+_MIN_SNIFF = 256  #: below this, too few bytes to judge an encoding: only NUL and control bytes count
 
 
 def not_text(data: bytes) -> str:
@@ -39,6 +40,11 @@ def not_text(data: bytes) -> str:
 
     NUL bytes (outside a UTF-16/32 byte order mark) or more than 1% of C0 control
     characters in the first 64 KB mean binary data: an image, an archive, random bytes.
+    Bytes that are not UTF-8 may still be text in a legacy encoding (latin-1,
+    cp1251, Shift-JIS), and any such text, markup or prose, has a space or a line
+    break every few dozen bytes; random bytes without control characters have at
+    most one in 224, so fewer than 1% is not text either (it would come out as
+    pages of mojibake).
     """
     head = data[:_SNIFF_BYTES]
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
@@ -48,7 +54,20 @@ def not_text(data: bytes) -> str:
     controls = sum(1 for byte in head if byte in _CONTROL)
     if head and controls * 100 > len(head):
         return f"binary data ({controls} control bytes in the first {len(head)})"
+    if len(head) >= _MIN_SNIFF and not _utf8(head, cut=len(data) > len(head)):
+        spaces = sum(head.count(byte) for byte in (b" ", b"\t", b"\n", b"\r"))
+        if spaces * 100 < len(head):
+            return f"not UTF-8 nor text in another encoding: {spaces} spaces or line breaks in {len(head)} bytes"
     return ""
+
+
+def _utf8(head: bytes, cut: bool) -> bool:
+    """Is ``head`` UTF-8? A sequence cut off by the sniffing window (``cut``) does not count against it."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return cut and exc.start >= len(head) - 3 and exc.reason == "unexpected end of data"
+    return True
 
 
 def output_name(path: Path, taken: set[str]) -> str:

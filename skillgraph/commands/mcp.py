@@ -6,7 +6,8 @@ Tools ``search``, ``read_page`` and ``list_graphs``, and resources
 the protocol only; the log goes to stderr (``-L INFO`` to see it; off by
 default). Client configuration, e.g. for an agent's ``mcpServers``::
 
-    {"skillgraph": {"command": "scrapy", "args": ["mcp"], "cwd": "/path/to/skillgraph"}}
+    {"skillgraph": {"command": "/path/to/skillgraph/.venv/bin/scrapy", "args": ["mcp"],
+                    "cwd": "/path/to/skillgraph"}}
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ and no stale claim is left to reap; without it the worker waits for
 documents until SIGINT/SIGTERM, which let the current document finish (a
 second signal stops at once; the claim is then reaped later). ``--from-items
 DIR`` stores disk items (``DIR/<spider>/*.json``) without Redis: local mode
-(idempotent: stored pages are skipped). ``--reembed`` re-embeds every stored
+(idempotent: stored pages are skipped; of a page crawled more than once, only
+its newest item is stored). ``--reembed`` re-embeds every stored
 chunk with the configured embedder after a model change, then exits; until
 then a store embedded by another model refuses to open (exit 2, saying so).
 
@@ -71,6 +72,26 @@ def item_files(root: Path) -> list[Path]:
     if not root.is_dir():
         raise UsageError(f"--from-items: {root} is not a directory")
     return sorted(p for p in root.rglob("*.json") if not p.name.startswith("."))
+
+
+def newest_items(paths: list[Path]) -> tuple[list[Path], int]:
+    """Per URL, the disk item fetched last (``fetched_at``, then the file's mtime), and how many older ones
+    were left out. Items are named by content hash, so a page crawled again after it changed leaves its
+    older versions in ``items/``: storing them all would let an old one replace the new one. Files that
+    are not documents are kept, for the worker to report."""
+    newest: dict[str, tuple[tuple[str, int], Path]] = {}
+    others: list[Path] = []
+    for path in paths:
+        try:
+            doc = json.loads(path.read_bytes())
+            url, key = doc["url"], (str(doc.get("fetched_at") or ""), path.stat().st_mtime_ns)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            others.append(path)
+            continue
+        if url not in newest or key > newest[url][0]:
+            newest[url] = (key, path)
+    chosen = sorted([*others, *(path for _, path in newest.values())])
+    return chosen, len(paths) - len(chosen)
 
 
 def write_stats(path: str, stats: dict[str, Any]) -> None:
@@ -138,7 +159,11 @@ class Command(ScrapyCommand):
         try:
             with stop_on_signals(worker):
                 if opts.from_items:
-                    stats = worker.run_local(item_files(Path(opts.from_items)))
+                    paths, superseded = newest_items(item_files(Path(opts.from_items)))
+                    if superseded:
+                        worker.inc("superseded", superseded)
+                        logger.info("Left out %d older version(s) of pages crawled again", superseded)
+                    stats = worker.run_local(paths)
                     self.exitcode = 1 if worker.summary()["failed"] else 0
                 else:
                     stats = worker.run(burst=opts.burst)

@@ -12,6 +12,13 @@ process, :class:`DeadlineMiddleware` gives every request a ``download_timeout``
 outlives the bound plus the grace, the engine closes normally, the graph is
 committed, the stats are written, and other crawlers in the same process are
 left alone.
+
+Requests already handed to the downloader but still waiting for their slot's
+delay would be sent one delay apart before the engine could close (16 of them
+behind a 1 s delay held a timed-out crawl 20 s past its bound): at the timeout
+they are ended with :class:`DeadlinePassed`, so their URLs stay unreached
+(``truncated.skipped``) and the spider closes as soon as the downloads in
+flight end.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import CallLaterResult, call_later
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
 from skillgraph.build import Build
+from skillgraph.compat.scrapy import download_slots, take_slot_queue
+from skillgraph.middlewares.budget import Unreached
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:
@@ -33,6 +42,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+
+class DeadlinePassed(Unreached):
+    """The crawl timeout came before this request left its download slot: left for the next run."""
+
 
 class CrawlTimeout:
     def __init__(self, crawler: Crawler) -> None:
@@ -61,8 +75,19 @@ class CrawlTimeout:
     async def _close(self) -> None:
         await self.crawler.signals.send_catch_log_async(build_truncated, reason="crawl_timeout",
                                                         limit=int(self.timeout))
-        assert self.crawler.engine is not None
-        await self.crawler.engine.close_spider_async(reason="crawl_timeout")
+        engine = self.crawler.engine
+        assert engine is not None
+        closing = deferred_from_coro(engine.close_spider_async(reason="crawl_timeout"))  # stops new requests
+        dropped = 0
+        for slot in list(download_slots(engine.downloader).values()):
+            for request, waiting in take_slot_queue(slot):
+                dropped += 1
+                waiting.errback(DeadlinePassed(f"crawl_timeout ({self.timeout:g} s): {request.url} left for "
+                                               "the next run"))
+        if dropped:
+            self.crawler.stats.inc_value("skillgraph/crawl_timeout/dropped", dropped)
+            logger.info("Crawl timeout: %d queued requests left for the next run", dropped)
+        await maybe_deferred_to_future(closing)
 
     def spider_closed(self) -> None:
         if self.call is not None:

@@ -1,46 +1,52 @@
-"""ProgressLine and BuildSummary: what a running build is doing, and how it ended (docs/build.md).
+"""ProgressLine: what a running build is doing, every few seconds (docs/build.md).
 
-A documentation crawl runs for minutes with nothing but per-request log lines,
-and its result is spread over ``sources.json``, ``failed.json`` and the stats.
-So one log line every ``SKILLGRAPH_PROGRESS_INTERVAL`` seconds says how far
-the build is, and one summary on stdout (``SKILLGRAPH_SUMMARY_FORMAT``: human
-``text`` or one ``json`` line for scripts) says how it ended, apart from the log
-so a caller can read it without parsing log lines.
+A documentation crawl runs for minutes; Scrapy's own once-a-minute "Crawled N
+pages" has no total and says nothing of the bounds. So every
+``SKILLGRAPH_PROGRESS_INTERVAL`` seconds one line says how far the build is:
+pages written of the URLs known, requests queued, pages per tier, warnings,
+the rate, and which bound (``SKILLGRAPH_MAX_PAGES`` or
+``SKILLGRAPH_CRAWL_TIMEOUT``) is nearest, so a user knows whether the build
+will finish or stop at a bound.
 
-Both read the :class:`~skillgraph.build.Build` (the one owner of the build's
+Where it goes depends on who reads it: on a terminal, one line on stderr that
+rewrites itself (it is shown whatever the log level; cleared before a log
+record is written to the same terminal, so log lines never start in its
+middle, and at the end, so the summary stands alone); otherwise (a pipe, a
+file, scrapyd) an INFO log line, so logs stay line-oriented and free of
+control characters.
+
+It reads the :class:`~skillgraph.build.Build` (the one owner of the build's
 state) plus public stats: pages *written* are the graph writer's own count
-(``skillgraph/graph/pages``, the length of ``sources.json`` ``pages``), requests
-queued are Scrapy's ``scheduler/enqueued`` less ``scheduler/dequeued`` (the
-engine's scheduler is only reachable through a private slot).
-
-The summary is written on ``engine_stopped``, not ``spider_closed``: extensions
-are built before the engine's item pipelines, so their ``spider_closed``
-handlers run first, before the graph writer has decided the outcome.
-``engine_stopped`` comes once every ``spider_closed`` handler has finished.
+(``skillgraph/graph/pages``, the length of ``sources.json`` ``pages``), per tier
+``skillgraph/graph/tier/<tier>``, requests queued are Scrapy's
+``scheduler/enqueued`` less ``scheduler/dequeued`` (the engine's scheduler is
+only reachable through a private slot). The end-of-build summary is
+:mod:`skillgraph.extensions.summary`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
+import shutil
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from skillgraph.build import Build
-from skillgraph.commands.crawl import failure_sentence
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("text", "json")
-OUT_OF_SCOPE = "out-of-scope"  # counted, never a ``skipped`` entry: shown apart from the skips
+TIER_STAT = "skillgraph/graph/tier/"
+#: Tiers in DESIGN.md's order (cheapest source first); others (a future tier) follow by name.
+TIER_ORDER = ("corpus", "markdown", "html", "negotiated", "render", "best-effort")
 
 
 def _stat(crawler: Crawler, name: str) -> int:
@@ -53,15 +59,45 @@ def pages_written(crawler: Crawler) -> int:
     return _stat(crawler, "skillgraph/graph/pages")
 
 
-class ProgressLine:
-    """Log one INFO line every ``SKILLGRAPH_PROGRESS_INTERVAL`` seconds while the spider runs."""
+def tier_counts(crawler: Crawler) -> dict[str, int]:
+    """Pages in the build per tier (``sources.json`` ``pages[].tier``), in DESIGN.md's tier order."""
+    assert crawler.stats is not None
+    counts = {key[len(TIER_STAT):]: int(value or 0) for key, value in crawler.stats.get_stats().items()
+              if key.startswith(TIER_STAT)}
+    rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    return dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
-    def __init__(self, crawler: Crawler) -> None:
+
+def show_tiers(counts: dict[str, int]) -> str:
+    return ", ".join(f"{tier} {n}" for tier, n in counts.items()) or "none yet"
+
+
+def nearest_bound(pages: int, max_pages: int | None, elapsed: float, timeout: float) -> str:
+    """The bound the build is closest to, as a fraction used: pages of ``max_pages`` or seconds of the timeout."""
+    bounds: list[tuple[float, str]] = []
+    if max_pages:
+        bounds.append((pages / max_pages, f"{pages}/{max_pages} pages"))
+    if timeout > 0:
+        bounds.append((elapsed / timeout, f"{elapsed:.0f}/{timeout:g} s"))
+    if not bounds:
+        return "no bound"
+    used, text = max(bounds)
+    return f"{text} ({min(used, 1.0):.0%})"
+
+
+class ProgressLine:
+    """One progress line every ``SKILLGRAPH_PROGRESS_INTERVAL`` seconds while the spider runs."""
+
+    def __init__(self, crawler: Crawler, stream: TextIO | None = None) -> None:
         if not crawler.settings.getbool("SKILLGRAPH_PROGRESS_ENABLED", True):
             raise NotConfigured  # switched off on purpose: no message, so Scrapy does not warn
         self.interval = crawler.settings.getfloat("SKILLGRAPH_PROGRESS_INTERVAL", 5.0)
         if self.interval <= 0:
             raise NotConfigured(f"SKILLGRAPH_PROGRESS_INTERVAL is {self.interval:g}, not > 0")
+        self.timeout = max(crawler.settings.getfloat("SKILLGRAPH_CRAWL_TIMEOUT", 240), 0.0)
+        self.stream = stream if stream is not None else sys.stderr
+        self.terminal = _is_terminal(self.stream)
+        self.shown = False  # a terminal line is on screen (cleared at the end)
         self.crawler = crawler
         self.build = Build.of(crawler)
         self.started = time.monotonic()
@@ -75,6 +111,9 @@ class ProgressLine:
 
     def spider_opened(self) -> None:
         self.started = time.monotonic()
+        if self.terminal:
+            for handler in _handlers_on(self.stream):
+                handler.addFilter(self.clear_filter)
         self.loop = create_looping_call(self.log_progress)
         self.loop.start(self.interval, now=False)
 
@@ -82,91 +121,67 @@ class ProgressLine:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
         self.loop = None
+        self.clear()
+        for handler in _handlers_on(self.stream):
+            handler.removeFilter(self.clear_filter)
 
-    def log_progress(self) -> None:
+    def clear(self) -> None:
+        """Take the terminal line away (before a log record, and at the end)."""
+        if self.shown:
+            self.shown = False
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def clear_filter(self, record: logging.LogRecord) -> bool:
+        """A log handler's filter on the same terminal: the line goes before the record is written."""
+        self.clear()
+        return True
+
+    def line(self) -> str:
+        """The progress of the build now (without the "Progress of NAME: " lead)."""
         crawler, build = self.crawler, self.build
         elapsed = time.monotonic() - self.started
         pages = pages_written(crawler)
         skipped = sum(1 for entry in build.ledger.values() if entry.outcome == "skipped")
         queued = max(_stat(crawler, "scheduler/enqueued") - _stat(crawler, "scheduler/dequeued"), 0)
-        responses = _stat(crawler, "response_received_count")
-        name = build.name or getattr(crawler.spider, "name", "?")
-        logger.info("Progress of %s: %d pages written, %d skipped, %d requests queued, %d responses, "
-                    "%.0fs elapsed, %.1f pages/min", name, pages, skipped, queued, responses, elapsed,
-                    pages * 60 / elapsed if elapsed > 0 else 0.0)
+        rate = pages * 60 / elapsed if elapsed > 0 else 0.0
+        bound = nearest_bound(pages, build.max_pages if build.bounded else None, elapsed, self.timeout)
+        return (f"{pages} pages written of {len(build.ledger)} URLs known, {queued} requests queued, "
+                f"{skipped} skipped; tiers: {show_tiers(tier_counts(crawler))}; {len(build.warnings)} warnings; "
+                f"{_stat(crawler, 'response_received_count')} responses, {elapsed:.0f}s elapsed, "
+                f"{rate:.1f} pages/min; nearest bound: {bound}")
 
-
-class BuildSummary:
-    """Print how the build ended on stdout, once the engine has stopped (text or one JSON line)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        fmt = str(crawler.settings.get("SKILLGRAPH_SUMMARY_FORMAT", "text")).strip().lower()
-        if fmt == "none":
-            raise NotConfigured  # switched off on purpose
-        if fmt not in FORMATS:
-            raise NotConfigured(f"SKILLGRAPH_SUMMARY_FORMAT is {fmt!r}, not one of text, json, none")
-        self.format = fmt
-        # A feed exported to stdout (``-O -:jsonl``) owns stdout: the summary goes to stderr, apart from it.
-        self.to_stderr = any(str(uri).startswith("stdout:") for uri in crawler.settings.getdict("FEEDS"))
-        self.crawler = crawler
-        self.build = Build.of(crawler)
-        self.started = time.monotonic()
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> BuildSummary:
-        return cls(crawler)
-
-    def spider_opened(self) -> None:
-        self.started = time.monotonic()
-
-    def engine_stopped(self) -> None:
-        # No graph (``scrapy detect``, ``scrapy scrape``) or no decision (the spider never opened,
-        # a second signal aborted): nothing to summarise; ``scrapy crawl`` says why on stderr.
-        if self.build.name is None or self.build.outcome is None:
+    def log_progress(self) -> None:
+        name = self.build.name
+        if name is None:  # a crawl that builds no graph (``scrapy detect``, the batch's detection): no progress
             return
-        summary = self.summary()
-        text = json.dumps(summary) if self.format == "json" else render_text(self.build, summary)
-        print(text, file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
-
-    def summary(self) -> dict[str, Any]:
-        """The JSON summary (docs/build.md): ``truncated`` without its URL list (``sources.json`` has it)."""
-        build = self.build
-        truncation = build.truncation()
-        if truncation is not None:
-            truncation = {k: v for k, v in truncation.items() if k != "unreached"}
-        return {
-            "graph": build.name,
-            "outcome": build.outcome,
-            "path": build.graph_path,
-            "failure": build.failure,
-            "pages": pages_written(self.crawler),
-            "skipped": build.skipped_counts(),
-            "truncated": truncation,
-            "warnings": len(build.warnings),
-            "elapsed_s": round(time.monotonic() - self.started, 2),
-        }
+        text = f"Progress of {name}: {self.line()}"
+        if not self.terminal:
+            logger.info("%s", text)
+            return
+        width = _columns(self.stream) - 1  # a wrapped line could not be rewritten in place
+        if len(text) > width > 20:
+            text = text[: width - 1] + "…"
+        self.stream.write(f"\r{text}\x1b[K")
+        self.stream.flush()
+        self.shown = True
 
 
-def render_text(build: Build, summary: dict[str, Any]) -> str:
-    """A few human lines: where the graph is (or why it is not), skips by reason, truncation, warnings."""
-    name, outcome = summary["graph"], summary["outcome"]
-    if outcome == "committed":
-        head = [f"graph {name}: committed to {summary['path']}"]
-    elif outcome == "empty-share":
-        head = [f"graph {name}: this worker's share was empty (no page written, nothing committed)"]
-    else:
-        head = [f"graph {name}: not committed", f"  {failure_sentence(build)}"]
-    counts: dict[str, int] = dict(summary["skipped"])
-    outside = counts.pop(OUT_OF_SCOPE, 0)
-    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    skipped = f"skipped {sum(counts.values())}" + (f" ({reasons})" if reasons else "")
-    lines = [*head, f"  pages {summary['pages']}, {skipped}" + (f", out of scope {outside}" if outside else "")]
-    truncated = summary["truncated"]
-    if truncated is not None:
-        limit = f" (limit {truncated['limit']})" if truncated.get("limit") is not None else ""
-        lines.append(f"  truncated by {truncated['reason']}{limit}: {truncated['skipped']} URLs unreached, "
-                     "left for the next run")
-    lines.append(f"  warnings {summary['warnings']}, elapsed {summary['elapsed_s']:.1f}s")
-    return "\n".join(lines)
+def _columns(stream: TextIO) -> int:
+    """The terminal's width: of the stream itself (stdout may be a pipe), else $COLUMNS or 80."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return shutil.get_terminal_size().columns
+
+
+def _handlers_on(stream: TextIO) -> list[logging.Handler]:
+    """The root logger's handlers that write to ``stream`` (Scrapy's own writes to stderr)."""
+    return [h for h in logging.getLogger().handlers if getattr(h, "stream", None) is stream]
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False

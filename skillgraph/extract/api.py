@@ -16,9 +16,11 @@ from lxml import etree
 
 from skillgraph.extract.content import main_content
 from skillgraph.extract.detect import detect
-from skillgraph.extract.inline import Linker, escape, plain_text, squash
+from skillgraph.extract.inline import Linker, escape
 from skillgraph.extract.render import Renderer
-from skillgraph.extract.select import descend, masses, structure
+from skillgraph.extract.select import descend, masses
+from skillgraph.extract.shape import counts, structure
+from skillgraph.extract.title import head_title, page_title
 from skillgraph.extract.toc import INDEX_PAGE_CHARS, with_toc
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
@@ -29,8 +31,6 @@ if TYPE_CHECKING:
 #: Plain lxml elements parse faster than lxml.html's HtmlElement class lookup;
 #: the extractor only uses the common ``_Element`` API.
 _PARSER = etree.HTMLParser()
-_first_heading = etree.XPath("//*[@id='firstHeading']")
-_TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
 
 
 #: The verdict of an extraction with nothing to check (an empty document).
@@ -50,17 +50,6 @@ class Extraction:
     reextracted: str | None = None
 
 
-def _clean_title(text: str) -> str:
-    """``<title>`` without the site suffix (``Page — Project 1.0 documentation``)."""
-    text = squash(text)
-    for sep in _TITLE_SEPARATORS:
-        if sep in text:
-            head = text.rsplit(sep, 1)[0].strip()
-            if head:
-                return head
-    return text
-
-
 def _base(root: etree._Element, url: str | None) -> str | None:
     base = root.find("head/base")
     href = base.get("href") if base is not None else None
@@ -72,55 +61,32 @@ def _base(root: etree._Element, url: str | None) -> str | None:
         return url
 
 
-_title_class = etree.XPath("(//*[contains(concat(' ', normalize-space(@class), ' '), ' title ')])[1]")
+def _tidy(blocks: list[str]) -> list[str]:
+    """No rule at the edges (it separated the content from chrome), no heading saying the one before it.
 
-
-def _title(root: etree._Element, main: etree._Element, generator: str | None) -> str:
-    heading = _first_heading(root) if generator == "mediawiki" else None
-    for scope in (main, heading[0] if heading else None):
-        if scope is None:
+    A title bar repeating the page's heading (Erlang's ``topbar-title``) gives ``# lists`` twice.
+    """
+    kept: list[str] = []
+    for block in blocks:
+        if block == "---" and not kept:
             continue
-        h1 = scope if scope.tag == "h1" else scope.find(".//h1")
-        if h1 is not None:
-            text = plain_text(h1)
-            if text:
-                return text
-    if main.find(".//h1") is None and main.tag != "body":
-        # A title block left outside the content column (Doxygen ``div.title``).
-        found = _title_class(root)
-        if found and not _inside(found[0], main):
-            text = plain_text(found[0])
-            if 0 < len(text) <= 200:
-                return text
-    title = root.find("head/title")
-    if title is None:
-        title = root.find(".//title")
-    return _clean_title(title.text or "") if title is not None and title.text else ""
-
-
-def _inside(el: etree._Element, scope: etree._Element) -> bool:
-    return any(a is scope for a in el.iterancestors())
+        if kept and block.startswith("#") and kept[-1].startswith("#") and "\n" not in block + kept[-1] \
+                and block.lstrip("#").strip().casefold() == kept[-1].lstrip("#").strip().casefold():
+            continue
+        kept.append(block)
+    while kept and kept[-1] == "---":
+        kept.pop()
+    return kept
 
 
 def _render(root: etree._Element, body: etree._Element, url: str | None,
             skip: set[etree._Element] | None) -> tuple[Renderer, str]:
     renderer = Renderer(Linker(_base(root, url), url), skip)
-    markdown = renderer.markdown(body)
+    markdown = "\n\n".join(_tidy(renderer.blocks(body)))
     if len(markdown) < INDEX_PAGE_CHARS:
         page = root.find("body")
         markdown = with_toc(renderer, body, markdown, page if page is not None else root)
     return renderer, markdown
-
-
-def _head_title(markdown: str, title: str) -> str | None:
-    """The markdown with its first heading made the H1 when it repeats the title, else None."""
-    if not markdown.startswith("#"):
-        return None
-    line, _, rest = markdown.partition("\n")
-    level = len(line) - len(line.lstrip("#"))
-    if level < 2 or squash(line[level:]).casefold() != squash(escape(title)).casefold():
-        return None
-    return f"# {line[level:].strip()}" + (f"\n{rest}" if rest else "")
 
 
 def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extraction:
@@ -138,6 +104,9 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     if body is None:
         body = root
     landmark = main_content(root, generator)
+    if landmark is not None and landmark.tag == "div" and _wraps(landmark, body):
+        landmark = None  # a wrapper of the whole page (Django's div.document) marks no content: score it
+    page = counts(body, sources=False)  # the page's code blocks and headings only
     scores = None
     if landmark is None:
         scores = masses(body)
@@ -148,7 +117,7 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     element = first
     while True:
         renderer, markdown = _render(root, element, url, scores.navbars if scores is not None else None)
-        check = structure_check(structure(element, body), markdown)
+        check = structure_check(structure(element, page), markdown)
         tried.append((element, renderer, markdown, check))
         if check.status != FAIL:
             break
@@ -166,15 +135,35 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     reextracted = None
     if chosen is not tried[0]:
         reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
-    title = _title(root, element, generator)
+    title = page_title(root, element, generator)
     if title and not renderer.saw_h1:
-        promoted = _head_title(markdown, title)
+        promoted = head_title(markdown, title)
         if promoted is not None:
             markdown = promoted
         else:
             markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
     return Extraction(title=title, markdown=markdown + "\n" if markdown else "", generator=generator,
                       structure=check, reextracted=reextracted)
+
+
+_UNSEEN = frozenset(["script", "style", "noscript", "template", "link", "meta"])
+
+
+def _wraps(el: etree._Element, body: etree._Element) -> bool:
+    """Is ``el`` all there is in ``body`` (nothing beside it, or beside a wrapper above it, shows)?"""
+    node = el
+    while node is not body:
+        parent = node.getparent()
+        if parent is None or (parent.text or "").strip():
+            return False
+        for sib in parent:
+            if (sib.tail or "").strip():
+                return False
+            if sib is not node and sib.tag.__class__ is str and sib.tag not in _UNSEEN \
+                    and (len(sib) or (sib.text or "").strip()):
+                return False
+        node = parent
+    return True
 
 
 def _name(el: etree._Element) -> str:

@@ -9,7 +9,6 @@ signature followed by its description.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from lxml import etree
@@ -30,11 +29,11 @@ from skillgraph.extract.classify import (
 )
 from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text
+from skillgraph.markdown import fenced_blocks
 
 if TYPE_CHECKING:
     from skillgraph.extract.render import Renderer
 
-_FENCE_LINE = re.compile(r"^ {0,3}```", re.M)
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
@@ -122,9 +121,10 @@ def admonition(r: Renderer, el: etree._Element, out: Out) -> None:
             body.insert(0, lead)
     if not body:
         return
-    if any(_FENCE_LINE.search(block) for block in body):
-        # Quoted fences ("> ```") are lost on line-based readers (chunkers, fidelity checks):
-        # an admonition holding code keeps its label and its blocks, unquoted.
+    if any(fenced_blocks(block) for block in body):
+        # An admonition holding code (a fenced block anywhere in its body, as skillgraph.markdown
+        # reads it) keeps its label and its blocks unquoted: a quoted fence ("> ```") is lost on
+        # naive line-based readers of the graph (an agent's grep, a fence-pairing script).
         out.blocks.extend(body)
     else:
         out.blocks.append(quote_lines("\n\n".join(body)))

@@ -3,7 +3,7 @@
 Each family lists its content containers from most to least specific (the
 innermost container that still holds the page title when possible), followed
 by the generic landmark chain ``main``, ``article``, ``[role=main]``.  Pages
-with none of them go to the article extractor (:mod:`fallback`).
+with none of them go to the structural scorer (:mod:`select`).
 
 Selection is one pass over the container elements (``iter`` filtered by tag
 in C) with the rules indexed by tag, stopping at the first match of the best
@@ -89,20 +89,31 @@ def _matches(el: etree._Element, rule: Rule) -> bool:
     return rule.value in value.split() if rule.attr == "class" else value == rule.value
 
 
+def _one_of_several(root: etree._Element, article: etree._Element) -> bool:
+    """True when another ``<article>``, not inside this one, is on the page."""
+    for other in root.iter("article"):
+        if other is not article and not any(a is article for a in other.iterancestors()):
+            return True
+    return False
+
+
 def main_content(root: etree._Element, family: str | None) -> etree._Element | None:
     """The main-content element for ``family``, or None when no landmark exists."""
     by_tag = _INDEXED.get(family, _INDEXED[None])
     best: etree._Element | None = None
     best_rank = 1 << 30
+    bare = False
     for el in root.iter(*by_tag):
         for rank, rule in by_tag[str(el.tag)]:
             if rank >= best_rank:
                 break
             if _matches(el, rule):
-                best, best_rank = el, rank
+                best, best_rank, bare = el, rank, rule.attr is None
                 break
         if best_rank == 0:
             break
+    if best is not None and bare and best.tag == "article" and _one_of_several(root, best):
+        return None  # one entry of a listing (Erlang's functions, a blog index): not the page
     if best is not None and family == "javadoc" and best.tag == "div":
         parent = best.getparent()  # old javadoc: title in a sibling div.header
         best = parent if parent is not None else best

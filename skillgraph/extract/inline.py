@@ -16,7 +16,7 @@ from lxml import etree
 
 from skillgraph.extract.classify import CACHE_LIMIT
 
-_TAGLIKE = re.compile(r"<(?=[A-Za-z/!?])")
+_TAGLIKE = re.compile(r"<(?=[A-Za-z/!?]|\Z)")  # at the end of a piece too: a link or span may follow
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _BACKTICKS = re.compile(r"`+")
 

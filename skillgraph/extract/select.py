@@ -28,13 +28,15 @@ import re
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, kind
-from skillgraph.quality.structure import Structure
+from skillgraph.extract.shape import HEADINGS
 
 #: Descend into a child holding at least this share of its parent's mass.
 DESCEND_SHARE = 0.8
 #: Mass of a heading beyond its text: headings anchor a content column.
 HEADING_BONUS = 40
-_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+#: Prose mass of a block before the column that makes it part of the page (Haddock's module
+#: header and description, a reference page's synopsis table): the column is not descended into.
+LEAD_PROSE = 150
 #: Containers a selection may stop at (a ``<pre>`` or ``<p>`` is never "the page").
 _CONTAINERS = frozenset(["div", "section", "article", "main", "body", "td", "center", "form"])
 _TABLE_PARTS = frozenset(["tbody", "thead", "tfoot", "tr"])
@@ -47,66 +49,112 @@ NAVBAR_LINK_SHARE = 0.4
 _NAVBAR_TAGS = frozenset(["div", "p", "table", "ul", "td", "tr", "span", "center"])
 
 
-def _size(text: str | None) -> int:
-    return len(text.strip()) if text else 0
+#: An element's figures: mass, all text, link text, headings, and whether it is or holds a navigation bar.
+Figures = tuple[int, int, int, int, bool]
+_NONE: Figures = (0, 0, 0, 0, False)
+#: Weighed whole, never entered: what they hold is their text (paragraphs, code, inline markup).
+_LEAVES = HEADINGS | {
+    "p", "pre", "code", "a", "span", "em", "strong", "b", "i", "kbd", "samp", "tt", "var", "small", "sup", "sub",
+    "abbr", "cite", "dfn", "mark", "q", "s", "u", "time",
+}
 
 
 class Scores:
-    """Per-element mass, link text, all text and heading count, and the navigation bars found."""
+    """Per-element figures (:data:`Figures`) and the navigation bars found."""
 
-    __slots__ = ("heads", "links", "mass", "navbars", "raw")
+    __slots__ = ("figures", "navbars")
 
     def __init__(self) -> None:
-        self.mass: dict[etree._Element, int] = {}
-        self.raw: dict[etree._Element, int] = {}
-        self.links: dict[etree._Element, int] = {}
-        self.heads: dict[etree._Element, int] = {}
+        self.figures: dict[etree._Element, Figures] = {}
         self.navbars: set[etree._Element] = set()
 
-    def get(self, el: etree._Element, default: int = 0) -> int:
-        return self.mass.get(el, default)
+    def get(self, el: etree._Element) -> int:
+        """The mass of ``el`` (0 for chrome and navigation bars)."""
+        return self.figures.get(el, _NONE)[0]
+
+    def leads(self, el: etree._Element) -> bool:
+        """Does ``el`` open the content: a heading or a paragraph's worth of prose, not a menu of links?"""
+        total, raw, links, heads, _ = self.figures.get(el, _NONE)
+        return (heads > 0 or total >= LEAD_PROSE) and links < 0.5 * max(1, raw)
 
 
 def _is_navbar(el: etree._Element, raw: int, links: int) -> bool:
+    """Short, mostly links, naming two of Next/Prev/Up/Home (the caller rules out headings and inner bars)."""
     if el.tag not in _NAVBAR_TAGS or not 0 < raw <= NAVBAR_CHARS or links < NAVBAR_LINK_SHARE * raw:
         return False
-    words = {w.lower().replace("previous", "prev") for w in _NAV_WORD.findall("".join(el.itertext()))}
+    said = ["".join(el.itertext())]
+    for a in el.iter("a"):  # arrows ("<< >>") say where they go in rel (texinfo) or title (texi2html)
+        said.extend((a.get("rel") or "", a.get("title") or ""))
+    words = {w.lower().replace("previous", "prev") for w in _NAV_WORD.findall(" ".join(said))}
     return len(words) >= 2
+
+
+def _leaf(el: etree._Element, tag: str) -> Figures:
+    """Figures of a paragraph, heading, code or inline element in one C-level read of its text."""
+    raw = len("".join(el.itertext()).strip())
+    if tag in HEADINGS:  # a heading linked to the contents (texi2html, docutils) is still a title
+        return raw + HEADING_BONUS, raw, 0, 1, False
+    if tag == "a" and el.get("href") is not None:  # a link, even a card holding a heading, is link text
+        return 0, raw, raw, int(next(el.iter(*HEADINGS), None) is not None), False
+    links = 0
+    for a in el.iter("a"):
+        if a.get("href") is not None:
+            links += len("".join(a.itertext()).strip())
+    return max(0, raw - links), raw, links, 0, False
 
 
 def masses(body: etree._Element) -> Scores:
     """Scores of every element below ``body`` (one pass, children before parents).
 
-    A navigation bar (Prev/Next/Up bars of DocBook, texinfo, old generators) weighs
-    nothing and is recorded in ``navbars``: the renderer skips it.
+    Chrome that :func:`classify.kind` skips is never entered (a sidebar listing the whole
+    site is most of an Erlang or rustdoc page's elements), nor are paragraphs, headings
+    and code, weighed whole by :func:`_leaf`.  A navigation bar (Prev/Next/Up bars of
+    DocBook, texinfo, old generators) weighs nothing and is recorded in ``navbars``: the
+    renderer skips it.  Only the innermost such block is one: an element holding a
+    heading or a bar already found is content around it (a short texinfo chapter page is
+    its bar, its title and a paragraph).
     """
-    elements = [el for el in body.iter() if el.tag.__class__ is str]
     scores = Scores()
-    mass, raw_of, links_of, heads_of = scores.mass, scores.raw, scores.links, scores.heads
-    for el in reversed(elements):
+    figures = scores.figures
+    order: list[etree._Element] = []
+    stack = [body]
+    while stack:
+        el = stack.pop()
         tag = el.tag
-        if kind(el, tag) & SKIP:
-            mass[el] = raw_of[el] = links_of[el] = heads_of[el] = 0
+        if tag.__class__ is not str or kind(el, tag) & SKIP:
             continue
-        raw = _size(el.text)
+        if tag in _LEAVES:
+            leaf = figures[el] = _leaf(el, tag)
+            if leaf[2] and not leaf[3] and _is_navbar(el, leaf[1], leaf[2]):
+                scores.navbars.add(el)
+                figures[el] = (0, 0, 0, 0, True)
+            continue
+        order.append(el)
+        stack.extend(el)
+    for el in reversed(order):
+        tag = el.tag
+        text = el.text
+        raw = len(text.strip()) if text else 0
         total = raw
         links = heads = 0
+        holds_bar = False
         for child in el:
-            tail = _size(child.tail)
-            raw += raw_of.get(child, 0) + tail
-            total += mass.get(child, 0) + tail
-            links += links_of.get(child, 0)
-            heads += heads_of.get(child, 0)
-        if tag == "a" and el.get("href") is not None:
-            links, total = raw, 0
-        elif tag in _HEADINGS:
-            total += HEADING_BONUS
-            heads += 1
-        if links and _is_navbar(el, raw, links):
+            c_total, c_raw, c_links, c_heads, c_bar = figures.get(child, _NONE)
+            tail = child.tail
+            tail_size = len(tail.strip()) if tail else 0
+            raw += c_raw + tail_size
+            total += c_total + tail_size
+            links += c_links
+            heads += c_heads
+            holds_bar = holds_bar or c_bar
+        if holds_bar:
+            if not raw and tag in _NAVBAR_TAGS:
+                scores.navbars.add(el)  # nothing but the bar: the table or box around it is the bar
+        elif links and not heads and _is_navbar(el, raw, links):
             scores.navbars.add(el)
-            mass[el] = raw_of[el] = links_of[el] = heads_of[el] = 0
+            figures[el] = (0, 0, 0, 0, True)
             continue
-        mass[el], raw_of[el], links_of[el], heads_of[el] = total, raw, links, heads
+        figures[el] = (total, raw, links, heads, holds_bar)
     return scores
 
 
@@ -119,12 +167,12 @@ def _best_cell(table: etree._Element, scores: Scores) -> etree._Element | None:
     return best
 
 
-def _titled_before(node: etree._Element, best: etree._Element, scores: Scores) -> bool:
-    """Does a sibling before ``best`` hold a heading in prose (a title block, not a menu)?"""
+def _led_before(node: etree._Element, best: etree._Element, scores: Scores) -> bool:
+    """Does a sibling before ``best`` open the content (a title block, an intro, not a menu)?"""
     for child in node:
         if child is best:
             return False
-        if scores.heads.get(child, 0) and scores.links.get(child, 0) < 0.5 * max(1, scores.raw.get(child, 0)):
+        if scores.leads(child):
             return True
     return False
 
@@ -132,8 +180,9 @@ def _titled_before(node: etree._Element, best: etree._Element, scores: Scores) -
 def descend(body: etree._Element, scores: Scores) -> etree._Element:
     """The innermost container that still holds DESCEND_SHARE of its parent's mass.
 
-    It never steps past a heading: a chapter whose intro and title precede a long
-    section stays whole (texinfo, DocBook), a title block beside the column is kept.
+    It never steps past a heading or a block of prose: a chapter whose intro and title
+    precede a long section stays whole (texinfo, DocBook, Haddock), a title block beside
+    the column is kept.
     """
     node = body
     while True:
@@ -145,7 +194,7 @@ def descend(body: etree._Element, scores: Scores) -> etree._Element:
             m = scores.get(child)
             if m > best_mass:
                 best, best_mass = child, m
-        if best is None or best_mass < DESCEND_SHARE * total or _titled_before(node, best, scores):
+        if best is None or best_mass < DESCEND_SHARE * total or _led_before(node, best, scores):
             return node
         tag = best.tag
         if tag == "table" or tag in _TABLE_PARTS:
@@ -153,53 +202,6 @@ def descend(body: etree._Element, scores: Scores) -> etree._Element:
             if cell is None or scores.get(cell) < DESCEND_SHARE * total:
                 return node  # a data table, or content spread over cells: keep the table whole
             best = cell
-        elif tag not in _CONTAINERS:
-            return node
+        elif tag not in _CONTAINERS or kind(best, str(tag)) & CODE:
+            return node  # a code block (Doxygen's div.fragment) is never "the page": its fence is
         node = best
-
-
-def _shown(el: etree._Element, scope: etree._Element) -> bool:
-    """True unless an ancestor of ``el`` up to ``scope`` is chrome the renderer skips."""
-    node: etree._Element | None = el
-    while node is not None and node is not scope:
-        if kind(node, str(node.tag)) & SKIP:
-            return False
-        node = node.getparent()
-    return True
-
-
-def _code_blocks(el: etree._Element) -> int:
-    blocks = 0
-    for pre in el.iter("pre", "div"):
-        if pre.tag == "div" and not kind(pre, "div") & CODE:
-            continue
-        parent = pre.getparent()
-        if parent is not None and (parent.tag == "pre" or "lineno" in (parent.get("class") or "")):
-            continue  # <pre><pre> wrappers and line-number gutters are one block
-        if pre.tag == "div" and pre.find(".//pre") is not None:
-            continue
-        if _shown(pre, el) and "".join(pre.itertext()).strip():
-            blocks += 1
-    return blocks
-
-
-def _headings(el: etree._Element) -> int:
-    return sum(1 for h in el.iter(*_HEADINGS) if "".join(h.itertext()).strip() and _shown(h, el))
-
-
-def structure(el: etree._Element, body: etree._Element | None = None) -> Structure:
-    """Code blocks, fence sources and headings of ``el`` as the renderer will show them.
-
-    With ``body``, also the page's own counts (chrome aside), so that the check can tell a
-    content element that left most of the page's code or headings outside.
-    """
-    blocks = _code_blocks(el)
-    sources = 0
-    for code in el.iter("code"):
-        parent = code.getparent()
-        if parent is not None and parent.tag != "pre" and "\n" in "".join(code.itertext()).strip():
-            sources += 1
-    headings = _headings(el)
-    if body is None or body is el:
-        return Structure(blocks, blocks + sources, headings, blocks, headings)
-    return Structure(blocks, blocks + sources, headings, _code_blocks(body), _headings(body))

@@ -7,7 +7,8 @@ reads on its own, as a chunk of it may), and several header rows (Sphinx
 grid tables with a spanning group header) merge into one label per column,
 ``Info / O``.  Tables with a nested table or block content in a cell (code,
 lists, several blocks of which one is not a paragraph) become a list: one
-item per row, each cell led by its column label in bold.  Never raw HTML.
+item per row, each cell led by its column label in bold; a single such row is
+layout, its blocks are written in order.  Never raw HTML.
 Pygments line-number tables (``table.highlighttable``) are code blocks, not
 tables.
 """
@@ -67,7 +68,9 @@ def _span(cell: etree._Element, attr: str) -> int:
 
 
 def _is_block(block: str) -> bool:
-    return block.startswith(("```", "> ", "|", "#", "$$")) or is_list_block(block)
+    if block.startswith("```"):  # a fence spans lines; ```a `` b``` alone on its line is a code span
+        return "\n" in block
+    return block.startswith(("> ", "|", "#", "$$")) or is_list_block(block)
 
 
 def table(r: Renderer, el: etree._Element, out: Out) -> None:
@@ -90,6 +93,8 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
     complex_ = False
     spans: dict[int, tuple[int, list[str]]] = {}  # column -> (rows still covered, blocks)
     for tr, in_head in _rows(el):
+        if r.skip and tr in r.skip:
+            continue  # a navigation bar laid out as a row
         row: list[list[str]] = []
         cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP]
         # still in the leading run of header rows
@@ -121,7 +126,11 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
         head_rows = min(head_rows, 1)
     labels = _labels(grid[:head_rows])
     body = grid[head_rows:]
-    if complex_:
+    if complex_ and len(grid) == 1 and not head_rows:
+        # One row holding blocks lays content out (texinfo indents its examples with an
+        # empty first cell, old pages put a box around code): the blocks, in order.
+        out.blocks.extend(b for cell in grid[0] for b in cell)
+    elif complex_:
         out.blocks.append(_as_list(labels, body))
     else:
         out.blocks.append(_as_pipes(labels, body))

@@ -27,6 +27,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
 from skillgraph.middlewares.recency import is_page_request, page_url
+from skillgraph.middlewares.strategy import detection_done
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:
@@ -36,7 +37,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class BudgetReached(IgnoreRequest):
+class Unreached(IgnoreRequest):
+    """A bound (pages or time) stopped the build before this request: its URL is left for the next run.
+
+    Not a skip: the URL stays unreached in the ledger, counted in ``truncated.skipped``.
+    """
+
+
+class BudgetReached(Unreached):
     """The page bound is reached: this page is left for the next run (``truncated``)."""
 
 
@@ -56,6 +64,7 @@ class PageBudgetMiddleware:
     async def process_request(self, request: Request) -> None:
         if not is_page_request(request) or request.meta.get("skillgraph_tier"):
             return
+        await detection_done(self.crawler)  # the bound applies to bounded strategies: known once profiled
         if await self.build.wait_for_budget(page_url(request), self.patience):
             return
         self.crawler.stats.inc_value("skillgraph/page_budget/unreached")

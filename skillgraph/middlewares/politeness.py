@@ -10,7 +10,12 @@ whatever its ``Retry-After`` says. This middleware:
   delay below ``DOWNLOAD_DELAY`` changes nothing);
 * on a 429/503 with ``Retry-After`` (seconds or an HTTP date) that will be
   retried, backs the whole slot off and holds the retry for that long (capped by
-  ``SKILLGRAPH_POLITENESS_MAX_RETRY_AFTER``), on the reactor's clock: nothing blocks.
+  ``SKILLGRAPH_POLITENESS_MAX_RETRY_AFTER``), on the reactor's clock: nothing blocks;
+* keeps AutoThrottle (on by default, ``skillgraph/addon.py``) from undoing either:
+  AutoThrottle moves a slot's delay towards the host's latency after every
+  response, which would soon bring a 10 s ``Crawl-delay`` down to a fast host's
+  0.25 s. Requests to a host with a ``Crawl-delay`` or inside a ``Retry-After``
+  hold carry Scrapy's ``autothrottle_dont_adjust_delay`` meta key.
 
 It runs at 560, just before ``RetryMiddleware`` (550) sees the response.
 """
@@ -71,6 +76,7 @@ class PolitenessMiddleware:
         self.max_retry_times = settings.getint("RETRY_TIMES")
         self.download_delay = settings.getfloat("DOWNLOAD_DELAY")
         self.crawl_delays: dict[str, float] = {}  # slot key -> seconds
+        self.held_until: dict[str, float] = {}  # slot key -> time.monotonic() its Retry-After hold ends
         self._logged: set[str] = set()
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
@@ -108,6 +114,13 @@ class PolitenessMiddleware:
             set_slot_delay(slot, delay, jitter=0.0)
         self.crawler.stats.inc_value("skillgraph/politeness/crawl_delay")
         logger.info("Crawl-delay of %s: %s s between requests", key, delay)
+
+    def process_request(self, request: Request) -> None:
+        """A host with a Crawl-delay, or held by a Retry-After: AutoThrottle must not shorten its delay."""
+        assert self.crawler.engine is not None
+        key = self.crawler.engine.downloader.get_slot_key(request)
+        if key in self.crawl_delays or self.held_until.get(key, 0.0) > time.monotonic():
+            request.meta["autothrottle_dont_adjust_delay"] = True
 
     # Retry-After ----------------------------------------------------------------
 
@@ -147,6 +160,8 @@ class PolitenessMiddleware:
         original = slot_delay(slot)
         set_slot_delay(slot, max(original, wait))
         set_slot_last_seen(slot, time.monotonic())
+        key = str(request.meta.get("download_slot", ""))
+        self.held_until[key] = max(self.held_until.get(key, 0.0), time.monotonic() + wait)
 
         def restore() -> None:
             if slot_delay(slot) == max(original, wait):

@@ -29,10 +29,12 @@ through untouched.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
+from weakref import WeakKeyDictionary
 
 from scrapy import Request
 
@@ -51,6 +53,19 @@ logger = logging.getLogger(__name__)
 
 PRIORITY = 800  # close to the spider: the resume journal (50) sees the strategy's output
 PATH = "skillgraph.middlewares.strategy.StrategyMiddleware"
+_DETECTED: WeakKeyDictionary[Crawler, asyncio.Event] = WeakKeyDictionary()
+
+
+async def detection_done(crawler: Crawler) -> None:
+    """Wait until the strategy middleware knows the site's profile (at once when it does not run).
+
+    Requests resumed from ``JOBDIR`` are downloaded while the start URL is still
+    being profiled; their pages must not be named or budgeted before the scope
+    and the strategy are known.
+    """
+    event = _DETECTED.get(crawler)
+    if event is not None:
+        await event.wait()
 
 
 class StrategyMiddleware:
@@ -58,6 +73,7 @@ class StrategyMiddleware:
         self.crawler = crawler
         self.build = Build.of(crawler)
         self.profiler = SiteProfiler.from_crawler(crawler)
+        self.detected = _DETECTED[crawler] = asyncio.Event()
         spider = crawler.spider
         if spider is not None:
             self.build.default_name = spider.name
@@ -67,21 +83,27 @@ class StrategyMiddleware:
         return cls(crawler)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for output in start:
-            if isinstance(output, Request) and output.callback is None:
-                async for seeded in self.run_strategy(output):
-                    yield seeded
-            else:
-                yield output
+        try:
+            async for output in start:
+                if isinstance(output, Request) and output.callback is None:
+                    async for seeded in self.run_strategy(output):
+                        yield seeded
+                else:
+                    yield output
+        finally:
+            self.detected.set()  # a spider without a start URL to profile: nothing to wait for
 
     async def run_strategy(self, start: Request) -> AsyncIterator[Any]:
         spider = self.crawler.spider
         assert spider is not None
         bind_page_callbacks(spider)
         shared = SharedDetection.for_spider(spider)  # distributed mode only; see docs/distributed.md
-        if shared is not None and await shared.follow() is not None:
-            return  # another worker detected and seeded the shared frontier
-        profile = await self.detect(spider, start)
+        try:
+            if shared is not None and await shared.follow() is not None:
+                return  # another worker detected and seeded the shared frontier
+            profile = await self.detect(spider, start)
+        finally:
+            self.detected.set()
         own = getattr(spider, "strategy_output", None)
         for output in (own(profile) if own is not None else strategy_output(spider, profile)):
             yield output

@@ -36,6 +36,7 @@ from skillgraph.build import Build
 from skillgraph.graph_folder import GraphFolder
 from skillgraph.graph_sources import failure_json, shrink_guard, sources_json
 from skillgraph.items import sha256_text
+from skillgraph.middlewares.strategy import detection_done
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class GraphWriterPipeline:
         if self.finished:  # an item after the close (a pipeline still busy): the build folder is closed
             self.crawler.stats.inc_value("skillgraph/graph/after_close")
             return item
+        await detection_done(self.crawler)  # a page resumed from JOBDIR may come before the profile (its scope)
         url = adapter["url"]
         markdown: str = adapter["markdown"]
         adapter["sha256"] = sha = adapter.get("sha256") or sha256_text(markdown)
@@ -115,13 +117,15 @@ class GraphWriterPipeline:
                            "tier": adapter["tier"], "quality": adapter.get("quality")})
         await self.folder.write(file_name, markdown)
         self.crawler.stats.inc_value("skillgraph/graph/pages")
+        self.crawler.stats.inc_value(f"skillgraph/graph/tier/{adapter['tier']}")
         return item
 
-    def carry_over(self, url: str, spend: bool = True) -> bool:
-        """Copy an unchanged page (no new body) from the live graph into this build."""
+    def carry_over(self, url: str, spend: bool = True, finishing: bool = False) -> bool:
+        """Copy an unchanged page (no new body) from the live graph into this build (``finishing``: by the writer)."""
         previous = self.build.previous.pages.get(url)
         source = self.build.previous.file(url)
-        if previous is None or source is None or self.folder is None or self.finished or url in self.files:
+        closed = self.finished and not finishing
+        if previous is None or source is None or self.folder is None or closed or url in self.files:
             self.crawler.stats.inc_value("skillgraph/graph/carry_over_missing")
             return False
         if self.build.admit(url, str(previous.get("sha256", "")), corpus="#" in url, spend=spend) != "new":
@@ -132,6 +136,7 @@ class GraphWriterPipeline:
         self.pages.append({**previous, "file": file_name})
         self.crawler.stats.inc_value("skillgraph/graph/carried_over")
         self.crawler.stats.inc_value("skillgraph/graph/pages")
+        self.crawler.stats.inc_value(f"skillgraph/graph/tier/{previous.get('tier') or 'unknown'}")
         return True
 
     # finishing --------------------------------------------------------------
@@ -180,7 +185,7 @@ class GraphWriterPipeline:
         for url in self.build.previous.pages:
             entry = self.build.ledger.get(url)
             if url not in self.files and (entry is None or entry.outcome is None):
-                carried += self.carry_over(url, spend=False)
+                carried += self.carry_over(url, spend=False, finishing=True)
         if carried:
             logger.info("Graph %s: %d live pages this truncated build did not reach are carried over",
                         self.name, carried)

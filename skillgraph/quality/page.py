@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 
+from skillgraph.markdown import fenced_spans, headings
+
 #: Block pages are small and their markers sit near the top: markup signatures and the
 #: visible text read the first MARKUP_CHARS of a page, titles and headings the first
 #: HEADING_CHARS (a soft 404's heading can follow a big navigation tree).
@@ -31,9 +33,7 @@ _SPACE = re.compile(r"\s+")
 _MD_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]{0,2048}\)")
 _MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]{0,2048}\)")
 _MD_AUTOLINK = re.compile(r"<(?:https?|mailto):[^>\s]*>")
-_MD_HEADING = re.compile(r"^#{1,2}[ \t]+(.+)$", re.MULTILINE)
 _NOISE = re.compile(r"(?<!\S)[^\w\s]+(?!\S)")  # a token without a letter or digit
-_FENCE = re.compile(r"^(?:```|~~~)", re.MULTILINE)
 _LIST_OR_TABLE = ("- ", "* ", "+ ", "| ", "#")
 
 
@@ -110,8 +110,13 @@ def text_stats(markdown: str) -> TextStats:
     """Content size, link density and paragraph quality of markdown, block by block."""
     sample = markdown[:SAMPLE_CHARS]
     link_chars = prose_chars = block_chars = markup_chars = 0
-    in_code = False
+    code = fenced_spans(sample)  # a block overlapping one of these is (part of) a fenced block
+    c = pos = 0
     for block in sample.split("\n\n"):
+        begin, end = pos, pos + len(block)
+        pos = end + 2
+        while c < len(code) and code[c][1] <= begin:
+            c += 1
         size = len(block)
         links = 0
         if "](" in block:
@@ -121,10 +126,8 @@ def text_stats(markdown: str) -> TextStats:
         markup_chars += len(block) - size
         link_chars += links
         block_chars += size
-        fences = block.count("```") + block.count("~~~")
-        if in_code or fences:
+        if c < len(code) and code[c][0] < end:
             prose_chars += size  # code examples are a docs page's content
-            in_code = in_code != (fences % 2 == 1)
             continue
         listy = block.lstrip().startswith(_LIST_OR_TABLE)
         if links < size / 2 and size >= (40 if listy else 80):
@@ -170,8 +173,13 @@ class Page:
         """The given title, else the markup's ``<title>``, else the markdown's first H1/H2 (for its length)."""
         if self.given_title or self.raw:
             return self.given_title or self.markup_title
-        match = _MD_HEADING.search(self.markdown)
-        return match.group(1).strip("# ") if match else ""
+        return next(iter(self.markdown_headings(1)), "")
+
+    def markdown_headings(self, limit: int) -> list[str]:
+        """The first ``limit`` H1/H2 titles in the markdown's first HEADING_CHARS (top level, outside code)."""
+        head = self.markdown[:HEADING_CHARS]
+        found = (h.title for h in headings(head) if h.level <= 2 and h.depth == 0 and h.title)
+        return list(islice(found, limit))
 
     @cached_property
     def headings(self) -> list[str]:
@@ -180,7 +188,7 @@ class Page:
         if self.html:
             found += element_texts(self.long_html, "h1", 2) + element_texts(self.long_html, "h2", 2)
         else:
-            found += [m.group(1).strip("# ").lower() for m in islice(_MD_HEADING.finditer(self.markdown), 4)]
+            found += [title.lower() for title in self.markdown_headings(4)]
         return [h for h in dict.fromkeys(found) if h]
 
     @cached_property

@@ -23,13 +23,10 @@ extraction so that the tier ladder can warn (``re-extracted``) or degrade the pa
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from skillgraph.markdown import FENCE_OPEN, HEADING, scan
 from skillgraph.quality.model import FAIL, PASS, WARN, Check
-
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})", re.M)
-_HEADING = re.compile(r"^[ \t>]*#{1,6}[ \t]+\S", re.M)
 
 MIN_CODE_SHARE = 0.5  #: fenced blocks per code block of the page, at least
 MIN_HEADING_SHARE = 0.5  #: markdown headings per heading of the page, at least
@@ -56,32 +53,14 @@ class Found:
 
 
 def read_markdown(markdown: str) -> Found:
-    fences = 0
-    marker = ""
-    for match in _FENCE.finditer(markdown):
-        run = match.group(1)
-        if not marker:
-            marker = run
+    """Fenced blocks and non-empty headings (in quotes and list items too), as a markdown reader sees them."""
+    fences = headings = 0
+    for line in scan(markdown):
+        if line.kind == FENCE_OPEN:
             fences += 1
-        elif run[0] == marker[0] and len(run) >= len(marker):
-            marker = ""
-    return Found(fences, len(_HEADING.findall(_strip_code(markdown) if fences else markdown)))
-
-
-def _strip_code(markdown: str) -> str:
-    out, marker = [], ""
-    for line in markdown.split("\n"):
-        m = _FENCE.match(line)
-        if m:
-            run = m.group(1)
-            if not marker:
-                marker = run
-            elif run[0] == marker[0] and len(run) >= len(marker):
-                marker = ""
-            continue
-        if not marker:
-            out.append(line)
-    return "\n".join(out)
+        elif line.kind == HEADING and line.title:
+            headings += 1
+    return Found(fences, headings)
 
 
 def structure_check(page: Structure, markdown: str) -> Check:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+from skillgraph.markdown import CODE, FENCE_CLOSE, FENCE_OPEN, scan
+
 LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 PATH_SEPARATOR = " > "
 
@@ -32,6 +32,8 @@ class Block:
     lines: list[str]
     level: int = 0  # headings only
     title: str = ""  # headings only
+    fence: str = ""  # code only: the fence run (```, ~~~~)
+    closed: bool = False  # code only: ends with its closing fence line
 
     @property
     def text(self) -> str:
@@ -51,13 +53,12 @@ def plain_text(markdown: str) -> str:
     return text.replace("**", "").replace("`", "")
 
 
-def _closes(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return len(line) - len(line.lstrip(" ")) <= 3 and stripped.startswith(fence) and set(stripped) == {fence[0]}
-
-
 def parse_blocks(markdown: str) -> list[Block]:
-    """Headings, fenced code blocks (fence lines included) and blank-line-separated text blocks."""
+    """Headings, fenced code blocks (fence lines included) and blank-line-separated text blocks.
+
+    Fences and headings are the markdown scanner's (:mod:`skillgraph.markdown`): a fence in a
+    list item or a quote is a code block too; a section starts at an ATX heading of the document.
+    """
     blocks: list[Block] = []
     text: list[str] = []
 
@@ -66,32 +67,29 @@ def parse_blocks(markdown: str) -> list[Block]:
             blocks.append(Block("text", text.copy()))
             text.clear()
 
-    lines = markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        opener = FENCE_OPEN.match(line)
-        if opener and not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
+    code: Block | None = None
+    for line in scan(markdown):
+        raw = line.text.rstrip("\r\n")
+        if code is not None:
+            if line.kind in (CODE, FENCE_CLOSE):
+                code.lines.append(raw)
+                code.closed = line.kind == FENCE_CLOSE
+                if code.closed:
+                    code = None
+                continue
+            code = None  # ended with its list item or quote, unclosed
+        if line.kind == FENCE_OPEN:
             flush_text()
-            fence, code = opener.group(1), [line]
-            i += 1
-            while i < len(lines):
-                code.append(lines[i])
-                i += 1
-                if _closes(code[-1], fence):
-                    break
-            blocks.append(Block("code", code))
-            continue
-        heading = HEADING.match(line)
-        if heading:
+            code = Block("code", [raw], fence=line.fence)
+            blocks.append(code)
+        elif line.starts_section:
             flush_text()
-            title = plain_text(heading.group(2) or "").replace("¶", "").strip()
-            blocks.append(Block("heading", [line], level=len(heading.group(1)), title=title))
-        elif not line.strip():
+            title = plain_text(line.title).replace("¶", "").strip()
+            blocks.append(Block("heading", [raw], level=line.level, title=title))
+        elif not raw.strip():
             flush_text()
         else:
-            text.append(line)
-        i += 1
+            text.append(raw)
     flush_text()
     return blocks
 
@@ -99,10 +97,10 @@ def parse_blocks(markdown: str) -> list[Block]:
 def _split_code(block: Block, max_chars: int) -> list[str]:
     """An oversized fenced block, cut on lines; each piece re-fenced with the block's own fence line."""
     opener = block.lines[0]
-    fence = FENCE_OPEN.match(opener).group(1)  # type: ignore[union-attr]
-    closed = len(block.lines) > 1 and _closes(block.lines[-1], fence)
-    closer = block.lines[-1] if closed else fence
-    body = block.lines[1:-1] if closed else block.lines[1:]
+    # An unclosed block gets a closing fence, indented as the opener's content (a list item's, a quote's).
+    prefix = re.sub(r"[^\s>]", " ", opener[:opener.index(block.fence)])
+    closer = block.lines[-1] if block.closed else prefix + block.fence
+    body = block.lines[1:-1] if block.closed else block.lines[1:]
     budget = max(1, max_chars - len(opener) - len(closer) - 2)
     pieces: list[str] = []
     current: list[str] = []

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
+from skillgraph.markdown import scan, split_lines
 from skillgraph.store.embed import describe, load_embedder
 from skillgraph.store.graphs import GraphIndex
 from skillgraph.store.search import HybridSearch, search_from_settings
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 MAX_K = 50
 
 
@@ -51,19 +50,15 @@ class ToolError(Exception):
 def section(markdown: str, heading: str) -> str | None:
     """The part of ``markdown`` under the first heading containing ``heading`` (case-insensitive), to the
     next heading of the same or a higher level; None when no heading matches."""
-    lines = markdown.splitlines()
+    lines = [line.rstrip("\r\n") for line in split_lines(markdown)]
     wanted = heading.strip().lower().lstrip("#").strip()
-    fence = False
     start, level = None, 0
-    for i, line in enumerate(lines):
-        if line.lstrip().startswith(("```", "~~~")):
-            fence = not fence
-        match = None if fence else HEADING.match(line)
-        if not match:
+    for i, line in enumerate(scan(lines)):
+        if not line.starts_section:
             continue
-        if start is None and wanted in match.group(2).replace("¶", "").lower():
-            start, level = i, len(match.group(1))
-        elif start is not None and len(match.group(1)) <= level:
+        if start is None and wanted in line.title.replace("¶", "").lower():
+            start, level = i, line.level
+        elif start is not None and line.level <= level:
             return "\n".join(lines[start:i]).strip()
     return "\n".join(lines[start:]).strip() if start is not None else None
 

@@ -13,11 +13,14 @@ Why this model and this runtime (measured in BENCHMARKS.md, "Knowledge store"):
   pooling over the attention mask, L2 normalisation.
 
 Loaded once per process (the ONNX session is kept by the instance). Documents
-are embedded up to ``SKILLGRAPH_STORE_EMBED_MAX_TOKENS`` word pieces (64: a
-chunk's heading path and opening; 2.3x the throughput of 128 for an MRR 0.03
-lower on paraphrased questions, BENCHMARKS.md; BM25 still indexes the whole
-chunk); queries are short. Texts are embedded in batches of
-similar length, so padding costs little.
+are embedded up to ``SKILLGRAPH_STORE_EMBED_MAX_TOKENS`` word pieces (48: a
+chunk's heading path and opening; on the 86 questions of bench/search_eval.py
+as good as 64 and 128 for 16% less CPU than 64 and 64% less than 128, while
+32 lost recall, BENCHMARKS.md; BM25 still indexes the whole chunk); queries
+are short. The limit is part of the embedder's name
+(``all-minilm-l6-v2-int8-48tok``), so a store embedded with another limit asks
+for ``scrapy worker --reembed``. Texts are embedded in batches of similar
+length, so padding costs little.
 """
 
 from __future__ import annotations
@@ -67,16 +70,16 @@ def model_files() -> tuple[Path, Path]:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2, 384 dimensions, unit-length vectors (cosine = dot product)."""
 
-    name = "all-minilm-l6-v2-int8"
+    model = "all-minilm-l6-v2-int8"
     dimension = 384
     #: Below this cosine, a query and a chunk are unrelated (BENCHMARKS.md: relevance floor).
     min_similarity = 0.3
     #: The fusion bench/search_eval.py chose: the embedding votes 1, BM25 (phrase and words) 0.1 -- paraphrased
-    #: recall@5 0.91 (BM25 at 1: 0.86), keyword MRR 0.98 (embedding alone: 0.96). BENCHMARKS.md has the table.
+    #: recall@5 0.93 (BM25 at 1: 0.86), keyword MRR 0.98 (embedding alone: 0.95). BENCHMARKS.md has the table.
     semantic_weight = 1.0
     lexical_weight = 0.1
 
-    def __init__(self, max_tokens: int = 64, threads: int = 0, batch_size: int = 32) -> None:
+    def __init__(self, max_tokens: int = 48, threads: int = 0, batch_size: int = 32) -> None:
         try:
             import numpy
             import onnxruntime
@@ -92,6 +95,7 @@ class MiniLMEmbedder:
             raise NotConfigured(f"SKILLGRAPH_STORE_EMBED_MAX_TOKENS must be at least 8 (got {max_tokens})")
         self.np = numpy
         self.max_tokens = max_tokens
+        self.name = f"{self.model}-{max_tokens}tok"  # the vectors depend on the model and on what it reads
         self.batch_size = max(1, batch_size)
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.no_padding()
@@ -100,12 +104,15 @@ class MiniLMEmbedder:
         if threads > 0:
             options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        # idle threads sleep instead of spinning: on a shared machine (several workers, a crawl) spinning
+        # burnt ~20% more CPU per chunk for no more throughput (BENCHMARKS.md, "Knowledge store")
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MiniLMEmbedder:
-        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_MAX_TOKENS", 64),
+        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_MAX_TOKENS", 48),
                    settings.getint("SKILLGRAPH_STORE_EMBED_THREADS", 0),
                    settings.getint("SKILLGRAPH_STORE_EMBED_BATCH", 32))
 

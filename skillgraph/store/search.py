@@ -1,14 +1,15 @@
 """Hybrid search: FTS5 BM25 candidates and embedding cosine candidates, fused by reciprocal rank, floored.
 
-BM25 is precise on rare words and identifiers; the embedding ranks whole
-chunks by their overlap with the query as a bag of words and word pairs,
-length-normalised. Their scores live on different scales, so they are fused
-by rank, not by score: reciprocal-rank fusion (Cormack et al., 2009),
-``score = sum 1 / (k + rank)`` with ``k = 60``, over three rankings: BM25 of
-the chunks holding the query as an exact phrase (a quoted sentence or
-``os.path.join`` should win), BM25 of any of its words, and cosine. Hits are per document: each
-ranking is first reduced to documents (a document ranks where its best chunk
-does), then fused; the best chunk gives the heading path and the snippet.
+BM25 (:mod:`skillgraph.store.lexical`) is precise on rare words and
+identifiers; the embedding ranks chunks by meaning (the neural default) or by
+the words they share with the query (the hashing fallback). Their scores live
+on different scales, so they are fused by rank, not by score: reciprocal-rank
+fusion (Cormack et al., 2009), ``score = sum 1 / (k + rank)`` with ``k = 60``,
+over three rankings: BM25 of the chunks holding the query as an exact phrase
+(a quoted sentence or ``os.path.join`` should win), BM25 of its words, and
+cosine. Hits are per document: each ranking is first reduced to documents (a
+document ranks where its best chunk does), then fused; the best chunk gives
+the heading path and the snippet.
 
 The embedding's vote is weighted (``SKILLGRAPH_STORE_SEMANTIC_WEIGHT``; by
 default the embedder's own ``semantic_weight``, chosen by bench/search_eval.py).
@@ -24,28 +25,29 @@ the embedder's ``min_similarity``) -- ``FLOOR_MARGIN`` more when no BM25 word
 match backs it -- or holds the query as an exact phrase.
 Nonsense ("zzzxqy qqqwv") then finds nothing.
 
-Cosine is one matrix-vector product over every stored vector (numpy, from
-:meth:`SqliteStore.matrix`); without numpy, a pure-Python loop over the
-query's non-zero dimensions (fine for the hashing embedder's sparse queries).
+Cosine comes from :class:`skillgraph.store.vectors.VectorIndex`: one
+matrix-vector product over every stored vector, loaded once per process.
 ``graph`` restricts every ranking to the pages of one skill graph.
 """
 
 from __future__ import annotations
 
-import heapq
 import re
 from array import array
 from dataclasses import asdict, dataclass
-from operator import itemgetter, mul
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.store.chunk import plain_text
-from skillgraph.store.embed import WORD, Embedder, normalise
+from skillgraph.store.embed import Embedder, normalise
 from skillgraph.store.graphs import GraphIndex
+from skillgraph.store.lexical import LexicalIndex, fts_query, query_words
 from skillgraph.store.sqlite import SqliteStore
+from skillgraph.store.vectors import VectorIndex
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+__all__ = ["Hit", "HybridSearch", "fts_query", "query_words", "search_from_settings", "snippet"]
 
 RRF_K = 60
 #: How much closer a page that shares no word with the query must be (bench/search_eval.py: nonsense reached
@@ -70,15 +72,6 @@ class Hit:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def query_words(query: str) -> list[str]:
-    return WORD.findall(query.lower())
-
-
-def fts_query(query: str) -> str:
-    """Every word of the query, quoted (no FTS5 syntax from users), OR-ed: BM25 does the ranking."""
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(query_words(query)))
 
 
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
@@ -108,27 +101,16 @@ class HybridSearch:
         self.min_similarity = (float(getattr(embedder, "min_similarity", 0.0))
                                if min_similarity is None else min_similarity)
         self.graphs = graphs
-
-    def _bm25(self, match: str, limit: int, urls: list[str] | None = None) -> list[int]:
-        sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
-        params: list[Any] = [match]
-        if urls is not None:
-            sql += f" AND rowid IN (SELECT id FROM chunks WHERE url IN ({','.join('?' * len(urls))}))"
-            params += urls
-        sql += " ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT ?"
-        return [row[0] for row in self.store.db.execute(sql, [*params, limit])]
+        self.vectors = VectorIndex(store)
+        self.text = LexicalIndex(store)
 
     def lexical(self, query: str, limit: int | None = None, urls: list[str] | None = None) -> list[int]:
-        """Chunk ids by BM25 over any of the query's words (heading matches count double); empty without FTS5."""
-        match = fts_query(query)
-        return self._bm25(match, limit or self.candidates, urls) if self.store.fts and match else []
+        """Chunk ids by BM25 over the query's words (:meth:`LexicalIndex.words`)."""
+        return self.text.words(query, limit or self.candidates, urls)
 
     def phrase(self, query: str, limit: int | None = None, urls: list[str] | None = None) -> list[int]:
-        """Chunk ids holding the query's words as one phrase, by BM25 (queries of two words or more)."""
-        words = query_words(query)
-        if not self.store.fts or len(words) < 2:
-            return []
-        return self._bm25('"' + " ".join(words) + '"', limit or self.candidates, urls)
+        """Chunk ids holding the query as a phrase, by BM25 (:meth:`LexicalIndex.phrase`)."""
+        return self.text.phrase(query, limit or self.candidates, urls)
 
     def query_vector(self, query: str) -> array[float]:
         return normalise(self.embedder.embed([query])[0])
@@ -137,45 +119,13 @@ class HybridSearch:
                  vector: array[float] | None = None) -> list[int]:
         """Chunk ids by cosine between the query's and the chunks' embeddings, best first."""
         q = self.query_vector(query) if vector is None else vector
-        limit = limit or self.candidates
-        try:
-            import numpy as np
-        except ImportError:
-            return self._semantic_loop(q, limit, urls)
-        ids, matrix = self.store.matrix()
-        if not len(ids) or matrix.shape[1] != len(q):
-            return []
-        scores = matrix @ np.frombuffer(q.tobytes(), dtype=np.float32)
-        if urls is not None:
-            allowed = self._chunk_ids(urls)
-            scores = np.where(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))), scores, -2.0)
-        top = min(limit, len(ids))
-        best = np.argpartition(-scores, top - 1)[:top]
-        best = best[np.argsort(-scores[best], kind="stable")]
-        return [int(ids[i]) for i in best if scores[i] > -2.0]
+        return self.vectors.top(q, limit or self.candidates, self._chunk_ids(urls) if urls is not None else None)
 
     def _chunk_ids(self, urls: list[str]) -> set[int]:
         if not urls:
             return set()
         marks = ",".join("?" * len(urls))
         return {r[0] for r in self.store.db.execute(f"SELECT id FROM chunks WHERE url IN ({marks})", urls)}
-
-    def _semantic_loop(self, q: array[float], limit: int, urls: list[str] | None) -> list[int]:
-        dims = [i for i, x in enumerate(q) if x]
-        if not dims:
-            return []
-        weights = [q[i] for i in dims]
-        pick = itemgetter(*dims)
-        allowed = self._chunk_ids(urls) if urls is not None else None
-
-        def score(vector: array[float]) -> float:
-            if len(dims) == 1:
-                return float(vector[dims[0]] * weights[0])
-            return sum(map(mul, pick(vector), weights))
-
-        rows = [r for r in self.store.vectors() if allowed is None or r[0] in allowed]
-        best = heapq.nlargest(limit, rows, key=lambda row: score(row[1]))
-        return [cid for cid, vector in best if score(vector) > 0]
 
     def graph_urls(self, graph: str) -> list[str]:
         """The URLs of one graph's pages (empty when there is no such graph)."""
@@ -190,8 +140,7 @@ class HybridSearch:
         semantic = self.semantic(query, urls=urls, vector=vector) if self.semantic_weight > 0 else []
         candidates = list(dict.fromkeys(phrase + lexical + semantic))
         rows = self.store.chunk_rows(candidates)
-        vectors = self.store.embeddings(candidates)
-        cosine = {cid: sum(map(mul, v, vector)) for cid, v in vectors.items()}
+        cosine = self.vectors.cosines(vector, candidates)
 
         def by_document(ranking: list[int]) -> dict[str, tuple[int, int]]:
             """url -> (rank of the document, its best chunk): a document ranks where its best chunk does."""

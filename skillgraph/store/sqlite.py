@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 
 from skillgraph.store.chunk import Chunk, plain_text
-from skillgraph.store.embed import from_blob, to_blob
+from skillgraph.store.embed import to_blob
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -79,8 +78,6 @@ class SqliteStore:
             if check_embedder:
                 self._check_embedder(embedder_name, dimension)
         self.dimension = dimension
-        self._vectors: tuple[tuple[int, int], list[tuple[int, array[float]]]] | None = None
-        self._matrix: tuple[tuple[int, int], Any, Any] | None = None
 
     @classmethod
     def from_url(cls, url: str, embedder_name: str, dimension: int) -> SqliteStore:
@@ -188,41 +185,6 @@ class SqliteStore:
         docs = self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
         chunks = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return int(docs), int(chunks)
-
-    def vectors(self) -> list[tuple[int, array[float]]]:
-        """Every chunk's vector, cached until this or another connection commits a change."""
-        version = self._version()
-        if self._vectors is None or self._vectors[0] != version:
-            rows = self.db.execute("SELECT id, embedding FROM chunks").fetchall()
-            self._vectors = (version, [(cid, from_blob(blob)) for cid, blob in rows])
-        return self._vectors[1]
-
-    def _version(self) -> tuple[int, int]:
-        return self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes
-
-    def matrix(self) -> tuple[Any, Any]:
-        """(chunk ids, float32 matrix of their unit vectors) as numpy arrays, cached until the store changes.
-
-        Exact nearest-neighbour search is then one matrix-vector product (BLAS), not a Python loop:
-        about 10 ms for 100,000 chunks of 384 dimensions (BENCHMARKS.md).
-        """
-        import numpy as np
-
-        version = self._version()
-        if self._matrix is None or self._matrix[0] != version:
-            rows = self.db.execute("SELECT id, embedding FROM chunks ORDER BY id").fetchall()
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-            self._matrix = (version, ids, matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 1))
-        return self._matrix[1], self._matrix[2]
-
-    def embeddings(self, ids: Sequence[int]) -> dict[int, array[float]]:
-        """id -> stored unit vector."""
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.db.execute(f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", list(ids)).fetchall()
-        return {cid: from_blob(blob) for cid, blob in rows}
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, tuple[str, str, str, str | None]]:
         """id -> (url, heading, text, document title)."""

@@ -8,13 +8,11 @@ so far (``skillgraph_best``, the only one whose markdown is kept).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from skillgraph.markdown import fenced_blocks
 from skillgraph.quality import Assessment
-
-_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
 
 
 @dataclass
@@ -79,21 +77,18 @@ def better(current: Attempt | None, candidate: Attempt) -> Attempt | None:
     return current
 
 
-def fence_lines(markdown: str) -> int:
-    return len(_FENCE_LINE.findall(markdown))
-
-
 def code_fences_kept(markdown: str, html_code_blocks: int) -> str:
     """'' when the markdown keeps the code of the HTML page, else why not.
 
-    Fences must be balanced, and there must be at least one fenced block per two
-    ``<pre>`` blocks of the HTML (some ``<pre>`` are console output a converter may
-    legitimately indent or merge).
+    Every fenced block must be closed by its own fence (one left open swallows the
+    rest of the page, or of its list item or quote, as code), and there must be at
+    least one fenced block per two ``<pre>`` blocks of the HTML (some ``<pre>`` are
+    console output a converter may legitimately indent or merge).
     """
-    lines = fence_lines(markdown)
-    if lines % 2:
+    blocks = fenced_blocks(markdown)
+    if not all(block.closed for block in blocks):
         return "unbalanced code fences"
     needed = (html_code_blocks + 1) // 2
-    if lines // 2 < needed:
-        return f"{lines // 2} fenced code block(s) for {html_code_blocks} in the HTML"
+    if len(blocks) < needed:
+        return f"{len(blocks)} fenced code block(s) for {html_code_blocks} in the HTML"
     return ""

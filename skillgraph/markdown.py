@@ -1,0 +1,248 @@
+"""The one reader of markdown block structure: which lines are fenced code, which are headings.
+
+Every module that reads markdown (llms.txt parser, corpus splitter, chunker, link
+rewriter, quality and fidelity checks) must agree on where a code block begins and
+ends: a reader that pairs fences its own way splits a code block, rewrites a link
+inside code or takes a ``# comment`` for a heading. So they all ask this scanner,
+which follows CommonMark 0.31:
+
+* fenced code (§4.5): 0-3 spaces, then 3+ backticks or 3+ tildes; no backtick in a
+  backtick fence's info string; closed by the same character, at least as long, 0-3
+  spaces, nothing but spaces after; an unclosed fence runs to the end of its container;
+* ATX headings (§4.2): 0-3 spaces, 1-6 ``#``, then a space, a tab or the line's end;
+  the closing ``#`` run dropped; setext headings (§4.3) too;
+* block quotes and list items (§5.1, §5.2) as containers (a fence in a quote or a list
+  item is a fence), lazy lines, paragraphs and breaks as far as those need them;
+* lines end at ``\n``, ``\r\n`` or ``\r`` (§2.1), not where ``str.splitlines`` also ends them.
+
+Left out on purpose: HTML blocks (MDX corpora put fences inside JSX without a blank
+line, which CommonMark reads as HTML and every MDX reader as code), indented code
+(reported as text: MDX has none) and link reference definitions. One line-based pass,
+one compiled pattern per construct, a fast path for prose: linear in the input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from itertools import accumulate
+from typing import NamedTuple
+
+TEXT = "text"
+FENCE_OPEN = "fence-open"
+CODE = "code"
+FENCE_CLOSE = "fence-close"
+HEADING = "heading"
+#: The kinds of a fenced block's lines, fence lines included.
+IN_FENCE = frozenset((FENCE_OPEN, CODE, FENCE_CLOSE))
+
+#: A block quote on the container stack; a list item is its content indent, negated while the item is
+#: empty (it began with a blank line, which a second blank line ends).
+_QUOTE = -1
+_SPACES = re.compile(r" *")
+_BLOCKQUOTE = re.compile(r" {0,3}>")
+_OPENER = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_CLOSER = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*$")
+_ATX = re.compile(r" {0,3}(#{1,6})(?= |$)")
+_ATX_CLOSING = re.compile(r"(?:^| +)#+$")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+) *$")
+_BREAK = re.compile(r" {0,3}(?:(?:\* *){3,}|(?:- *){3,}|(?:_ *){3,})$")
+_ITEM = re.compile(r" {0,3}(?:[-+*]|([0-9]{1,9})[.)])(?= |$)")
+#: First characters that may start or end something at the top level; any other line is prose.
+_PLAIN_SKIP = frozenset(" \t#>`~-+*_=0123456789")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_NOT_LINE_ENDS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines ends lines there
+_new = tuple.__new__  # builds a Line without the keyword-default wrapper: the fast path's lines
+
+
+class Line(NamedTuple):
+    """One line and what it is. ``text`` is the line as given (line end included if it had one)."""
+
+    kind: str  #: TEXT, FENCE_OPEN, CODE, FENCE_CLOSE or HEADING
+    text: str
+    depth: int = 0  #: block quotes and list items holding the line (0: the document itself)
+    level: int = 0  #: heading level, 1-6
+    title: str = ""  #: heading text, closing ``#`` run dropped (a setext heading: its paragraph, one line)
+    fence: str = ""  #: the fence run (3+ backticks or tildes) of a fenced block's lines
+    info: str = ""  #: the opening fence's info string, stripped
+    setext: bool = False  #: a setext underline (its title lines came before it, as TEXT)
+
+    @property
+    def starts_section(self) -> bool:
+        """An ATX heading of the document itself (not quoted, not in a list): where a section starts."""
+        return self.kind == HEADING and not self.depth and not self.setext  # a setext title starts earlier
+
+
+class Fenced(NamedTuple):
+    """A fenced code block: lines ``start`` to ``end`` (exclusive), both fence lines included."""
+
+    start: int
+    end: int
+    fence: str
+    info: str
+    depth: int
+    closed: bool  #: False when it ran to the end of the document or of its container
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines, each with its line end, split where CommonMark ends a line (lossless)."""
+    return _LINE.findall(text) if _NOT_LINE_ENDS.search(text) else text.splitlines(keepends=True)
+
+
+def scan(source: str | Iterable[str]) -> Iterator[Line]:
+    """Every line of ``source`` (a text, or its :func:`split_lines`) with its kind, in order."""
+    lines = split_lines(source) if isinstance(source, str) else source
+    stack: list[int] = []  # open containers, innermost last: _QUOTE or a list item's content indent
+    fence = ""  # the open fence's run; "" outside code
+    para: list[str] | None = None  # the open paragraph's lines (a setext heading's title); None when none
+    first = True
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if first:
+            line, first = line.lstrip("\ufeff"), False
+        if not stack:  # fast path: the top level (most lines of most documents); a tab leads elsewhere
+            head = line[:1]
+            if fence:
+                if (head != " " and head != fence[0]) or not _closes(line, 0, fence):
+                    yield _new(Line, (CODE, raw, 0, 0, "", fence, "", False))
+                    continue
+                yield Line(FENCE_CLOSE, raw, 0, fence=fence)
+                fence = ""
+                continue
+            if head not in _PLAIN_SKIP:  # prose, or a blank line (head "")
+                if not head:
+                    para = None
+                elif para is None:
+                    para = [line]
+                else:
+                    para.append(line)
+                yield _new(Line, (TEXT, raw, 0, 0, "", "", "", False))
+                continue
+        if "\t" in line:
+            line = line.expandtabs(4)  # tab stops of 4 columns, as block structure reads them
+        pos, matched = 0, 0
+        for container in stack:  # the containers this line continues
+            if container == _QUOTE:
+                m = _BLOCKQUOTE.match(line, pos)
+                if m is None:
+                    break
+                pos = m.end() + (line.startswith(" ", m.end()))
+            else:
+                width = abs(container)
+                start = _SPACES.match(line, pos).end()  # type: ignore[union-attr]
+                if start == len(line):
+                    if container < 0:
+                        break  # an item that began with a blank line ends at a second one (§5.2)
+                    pos = start
+                elif start - pos >= width:
+                    pos += width
+                    stack[matched] = width
+                else:
+                    break
+            matched += 1
+        if fence:
+            if matched == len(stack):
+                if _closes(line, pos, fence):
+                    yield Line(FENCE_CLOSE, raw, matched, fence=fence)
+                    fence = ""
+                else:
+                    yield Line(CODE, raw, matched, fence=fence)
+                continue
+            fence = ""  # its container ended: so did the fence
+        found, fence, para = _blocks(raw, line, pos, matched, stack, para)
+        yield found
+
+
+def _closes(line: str, pos: int, fence: str) -> bool:
+    m = _CLOSER.match(line, pos)
+    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+
+
+def _blocks(raw: str, line: str, pos: int, depth: int, stack: list[int],
+            para: list[str] | None) -> tuple[Line, str, list[str] | None]:
+    """The block starts of ``line`` from ``pos``, past the ``depth`` containers it continues.
+
+    Returns the line, the fence it opens ("" if none) and the paragraph open after it.
+    Containers left unmatched close when a new block starts (``stack`` is updated);
+    a paragraph line that starts nothing continues them lazily (§5.1).
+    """
+    continues = depth == len(stack)  # every container matched: the open paragraph is this line's
+    while True:
+        start = _SPACES.match(line, pos).end()  # type: ignore[union-attr]
+        if start == len(line):  # blank
+            del stack[depth:]
+            return Line(TEXT, raw, depth), "", None
+        head = line[start]
+        if start - pos < 4:
+            if head == ">":
+                del stack[depth:]
+                stack.append(_QUOTE)
+                depth, para, continues = depth + 1, None, False
+                pos = start + 1 + line.startswith(" ", start + 1)
+                continue
+            if head in "`~":
+                m = _OPENER.match(line, pos)
+                if m is not None and not (head == "`" and "`" in m.group(2)):
+                    del stack[depth:]
+                    return Line(FENCE_OPEN, raw, depth, fence=m.group(1), info=m.group(2).strip()), m.group(1), None
+            elif head == "#":
+                m = _ATX.match(line, pos)
+                if m is not None:
+                    del stack[depth:]
+                    title = _ATX_CLOSING.sub("", line[m.end():].strip(" ")).strip(" ")
+                    return Line(HEADING, raw, depth, level=len(m.group(1)), title=title), "", None
+            if para is not None and continues and head in "=-" and _SETEXT.match(line, pos):
+                title = " ".join(p.strip() for p in para)
+                return Line(HEADING, raw, depth, level=1 if head == "=" else 2, title=title, setext=True), "", None
+            if head in "-*_" and _BREAK.match(line, pos):
+                del stack[depth:]
+                return Line(TEXT, raw, depth), "", None
+            if head in "-+*0123456789" and (m := _ITEM.match(line, pos)) is not None:
+                after = m.end()
+                content = _SPACES.match(line, after).end()  # type: ignore[union-attr]
+                empty = content == len(line)
+                # An item interrupts a paragraph only if it has content and, ordered, starts at 1 (§5.2).
+                if para is None or not continues or (not empty and (m.group(1) is None or int(m.group(1)) == 1)):
+                    if empty or content - after > 4:
+                        content = after + 1  # content indent: the marker and one space
+                    del stack[depth:]
+                    stack.append(pos - content if empty else content - pos)
+                    depth, para, continues = depth + 1, None, False
+                    pos = min(content, len(line))
+                    continue
+        if para is not None:  # a paragraph's next line; lazy when containers were left unmatched
+            para.append(line[start:])
+            return Line(TEXT, raw, len(stack)), "", para
+        del stack[depth:]
+        return Line(TEXT, raw, depth), "", None if start - pos >= 4 else [line[start:]]  # indented: no paragraph
+
+
+def fenced_blocks(source: str | Iterable[str]) -> list[Fenced]:
+    """The fenced code blocks of ``source``, in order, with their line ranges."""
+    blocks: list[Fenced] = []
+    opened: Line | None = None
+    start, n = 0, -1
+    for n, line in enumerate(scan(source)):
+        if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
+            blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
+            opened = None
+        if line.kind == FENCE_OPEN:
+            opened, start = line, n
+        elif line.kind == FENCE_CLOSE and opened is not None:
+            blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, True))
+            opened = None
+    if opened is not None:
+        blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, False))
+    return blocks
+
+
+def fenced_spans(text: str) -> list[tuple[int, int]]:
+    """The character ranges ``[start, end)`` of ``text``'s fenced blocks (fence lines included)."""
+    lines = split_lines(text)
+    offsets = [0, *accumulate(len(line) for line in lines)]
+    return [(offsets[b.start], offsets[b.end]) for b in fenced_blocks(lines)]
+
+
+def headings(source: str | Iterable[str]) -> Iterator[Line]:
+    """The heading lines of ``source`` (ATX and setext, at every depth), outside code, in order."""
+    return (line for line in scan(source) if line.kind == HEADING)

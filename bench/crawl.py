@@ -37,7 +37,9 @@ def run_plain(url: str, concurrency: int) -> tuple[int, float]:
 def run_skillgraph(url: str, concurrency: int, tmp: Path, allow: str) -> tuple[int, float]:
     stats_file = tmp / "stats.json"
     subprocess.run([sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"url={url}", "-a", "graph=pydocs",
-                    "-s", "DOWNLOAD_DELAY=0", "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}",
+                    # no politeness on either side: the same concurrency, no delay, no AutoThrottle
+                    "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False",
+                    "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}",
                     "-s", "SKILLGRAPH_MAX_PAGES=5000", "-s", f"SKILLGRAPH_GRAPHS_DIR={tmp / 'graphs'}",
                     "-s", f"SKILLGRAPH_ITEMS_DIR={tmp / 'items'}", "-s", f"SKILLGRAPH_STATS_FILE={stats_file}",
                     "-s", f"SKILLGRAPH_SSRF_ALLOWLIST={allow}", "-s", "SKILLGRAPH_RECENCY_HOURS=0",

@@ -152,7 +152,7 @@ def corpus_items(spider: Any, profile: SiteProfile) -> Iterator[Any]:
     fetched_at = utc_now()
     base = profile.source.split("#", 1)[0]
     for section in sections:
-        own_url = getattr(section, "url", None)
+        own_url = section.url
         url = urljoin(base, own_url) if own_url else f"{base}#{section.slug}"
         yield spider.document(url, section.title, section.text, "corpus", fetched_at)
 

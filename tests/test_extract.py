@@ -402,3 +402,12 @@ def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
     assert "[`msvcrt`" in markdown and "(https://docs.python.org/3.11/library/msvcrt.html" in markdown
     assert markdown.count("\n- ") == 3, "one item per child page: msvcrt, winreg, winsound"
     assert "toctree-l2" not in markdown
+
+
+def test_a_term_already_bold_is_not_wrapped_twice() -> None:
+    # Texinfo writes option terms as <dt><b>...</b></dt>: one bold term, never "****".
+    markdown = html_to_markdown("<main><h1>Options</h1><dl><dt><b>&ndash;dont-backup</b></dt><dd><p>No backup file."
+                                "</p></dd><dt><b>&ndash;mode=<i>mode</i></b></dt><dd><p>The mode.</p></dd>"
+                                "<dt>plain term</dt><dd><p>Text.</p></dd></dl></main>", "http://h/o.html")
+    assert "**–dont-backup**" in markdown and "**–mode=*mode***" in markdown and "**plain term**" in markdown
+    assert "****" not in markdown

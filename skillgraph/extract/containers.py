@@ -208,8 +208,9 @@ def deflist(r: Renderer, el: etree._Element, out: Out, api: bool = False) -> Non
                 signature(child, out)
             else:
                 term = r.one_line(child)
-                if term:
-                    out.blocks.append(f"**{term}**")
+                if term:  # a term already bold as a whole (Texinfo's <dt><b>) is not wrapped again
+                    whole = term.startswith("**") and term.endswith("**") and "**" not in term[2:-2]
+                    out.blocks.append(term if whole else f"**{term}**")
         elif tag == "div" and not flags:
             deflist(r, child, out, api)
         else:

@@ -34,19 +34,30 @@ HASHING = "SKILLGRAPH_STORE_EMBEDDER=skillgraph.store.embed.HashingEmbedder"  # 
 
 
 class SlowEmbedder(HashingEmbedder):
-    """The hashing embedder, sleeping ``TEST_EMBED_DELAY`` seconds per document: lets a signal land mid-document."""
+    """The hashing embedder, sleeping ``TEST_EMBED_DELAY`` seconds per document: lets a signal land mid-document.
 
-    def __init__(self, dimension: int, delay: float) -> None:
+    With ``TEST_EMBED_HANG_AFTER`` = N, the document after the Nth never finishes embedding: a kill then lands
+    mid-document for sure, however slow or fast the machine is.
+    """
+
+    def __init__(self, dimension: int, delay: float, hang_after: int = 0) -> None:
         super().__init__(dimension)
         self.name = f"hashing-v1-{dimension}"  # same vectors: stores stay compatible with the default embedder
         self.delay = delay
+        self.hang_after = hang_after
+        self.documents = 0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SlowEmbedder:
-        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_DIM", 1024), settings.getfloat("TEST_EMBED_DELAY", 0.5))
+        return cls(settings.getint("SKILLGRAPH_STORE_EMBED_DIM", 1024), settings.getfloat("TEST_EMBED_DELAY", 0.5),
+                   settings.getint("TEST_EMBED_HANG_AFTER", 0))
 
     def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
         time.sleep(self.delay)
+        if list(texts) != ["embedder health check"]:
+            self.documents += 1
+            if self.hang_after and self.documents > self.hang_after:
+                time.sleep(600)
         return super().embed(texts)
 
 
@@ -271,10 +282,13 @@ def test_killed_worker_leaves_a_claim_the_reaper_returns_and_a_second_worker_com
     push_all(client, docs)
     store = tmp_path / "store.sqlite3"
     slow = start_worker(tmp_path, redis_server.url, "killed", SKILLGRAPH_STORE_EMBEDDER=SLOW,
-                        TEST_EMBED_DELAY=0.4, SKILLGRAPH_WORKER_CLAIM_TIMEOUT=2)
+                        TEST_EMBED_DELAY=0.1, TEST_EMBED_HANG_AFTER=2, SKILLGRAPH_WORKER_CLAIM_TIMEOUT=2)
     try:
-        wait_for(lambda: stored_count(store) >= 2 and client.llen(PROCESSING) == 1, "two documents stored")
-        wait_for(lambda: client.llen(PROCESSING) == 1 and stored_count(store) < len(docs), "a claim in flight")
+        def third_hangs() -> bool:
+            claims = client.lrange(PROCESSING, 0, -1)
+            return (stored_count(store) == 2 and len(claims) == 1
+                    and json.loads(claims[0])["url"] not in store_rows(store))
+        wait_for(third_hangs, "two stored, the third claimed and hanging")
     finally:
         slow.send_signal(signal.SIGKILL)
         slow.wait(timeout=10)

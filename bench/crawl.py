@@ -1,10 +1,18 @@
 """Crawl throughput: ``scrapy crawl docs`` against plain Scrapy on the Python 3.11 docs.
 
-Both crawl the real Python documentation (Debian ``python3.11-doc``) served on
-loopback, with the same concurrency and no politeness delay; plain Scrapy only
-fetches and follows links (bench/plain_crawl.py), skillgraph runs the whole
-build (profile, extraction, pipelines, graph). Rounds alternate between the two
-so machine noise hits both; the ratio of median rates is the figure.
+The real Python documentation (Debian ``python3.11-doc``) served on loopback,
+the same concurrency and no politeness delay on every side:
+
+* **skillgraph**: the whole build (profile, extraction, gates, pipelines, graph);
+* **fetch limit**: plain Scrapy fetching the exact URL list that build wrote and
+  nothing else (bench/plain_fetch.py) — what the machine can fetch at all;
+* **LinkExtractor crawl**: plain Scrapy fetching and following links
+  (bench/plain_crawl.py), the older baseline.
+
+Rounds alternate so machine noise hits every side; the figures are medians.
+CPU ms per page (user + system of the whole process tree, pool workers
+included) is steadier than wall time on a shared machine; peak RSS is the
+sampled sum over the process tree (bench/measure.py).
 
     .venv/bin/python bench/crawl.py [--rounds 3] [--concurrency 16] [--json OUT]
 """
@@ -14,45 +22,66 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
+from measure import Measured, run
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
+BENCH = ROOT / "bench"
 
 
+def plain(script: str, target: str, concurrency: int) -> tuple[int, Measured]:
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    with out.open("w") as stdout:
+        measured = run([sys.executable, str(BENCH / script), target, str(concurrency)], cwd="/", stdout=stdout)
+    if measured.returncode:
+        raise SystemExit(f"{script} failed (exit {measured.returncode})")
+    data = json.loads(out.read_text().strip().splitlines()[-1])
+    out.unlink()
+    measured.wall = float(data["seconds"])  # the crawl itself, as for skillgraph: no interpreter start-up
+    return int(data["pages"]), measured
 
 
-def run_plain(url: str, concurrency: int) -> tuple[int, float]:
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "plain_crawl.py"), url, str(concurrency)],
-                         cwd="/", capture_output=True, text=True, check=True)
-    data = json.loads(out.stdout.strip().splitlines()[-1])
-    return int(data["pages"]), float(data["seconds"])
-
-
-def run_skillgraph(url: str, concurrency: int, tmp: Path, allow: str) -> tuple[int, float]:
+def skillgraph(url: str, concurrency: int, tmp: Path, allow: str, extra: list[str]) -> tuple[int, Measured]:
     stats_file = tmp / "stats.json"
-    subprocess.run([sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"url={url}", "-a", "graph=pydocs",
+    measured = run([sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"url={url}", "-a", "graph=pydocs",
                     # no politeness on either side: the same concurrency, no delay, no AutoThrottle
                     "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False",
                     "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}",
                     "-s", "SKILLGRAPH_MAX_PAGES=5000", "-s", f"SKILLGRAPH_GRAPHS_DIR={tmp / 'graphs'}",
                     "-s", f"SKILLGRAPH_ITEMS_DIR={tmp / 'items'}", "-s", f"SKILLGRAPH_STATS_FILE={stats_file}",
                     "-s", f"SKILLGRAPH_SSRF_ALLOWLIST={allow}", "-s", "SKILLGRAPH_RECENCY_HOURS=0",
-                    "-s", "SKILLGRAPH_CRAWL_TIMEOUT=0",
-                    "-L", "WARNING"], cwd=ROOT, check=True)
+                    "-s", "SKILLGRAPH_CRAWL_TIMEOUT=0", *extra, "-L", "WARNING"], cwd=ROOT)
+    if measured.returncode:
+        raise SystemExit(f"scrapy crawl docs failed (exit {measured.returncode})")
     stats = json.loads(stats_file.read_text())
-    return int(stats.get("skillgraph/graph/pages", 0)), float(stats["elapsed_time_seconds"])
+    measured.wall = float(stats["elapsed_time_seconds"])
+    return int(stats.get("skillgraph/graph/pages", 0)), measured
+
+
+def row(name: str, runs: list[tuple[int, Measured]]) -> dict[str, float]:
+    pages = runs[-1][0]
+    return {
+        "pages": pages,
+        "pages_per_s": round(statistics.median(p / m.wall for p, m in runs), 1),
+        "cpu_ms_per_page": round(statistics.median(1000 * m.cpu / p for p, m in runs), 2),
+        "peak_rss_mb": round(max(m.peak_rss_mb for _, m in runs), 1),
+        "max_process_rss_mb": round(max(m.max_rss_mb for _, m in runs), 1),
+        "name": name,  # type: ignore[dict-item]
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--no-link-crawl", action="store_true", help="skip the LinkExtractor row")
+    parser.add_argument("-s", dest="settings", action="append", default=[],
+                        help="extra NAME=VALUE for skillgraph (e.g. SKILLGRAPH_PAGE_WORKERS=0)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not (DOCS / "index.html").exists():
@@ -61,26 +90,42 @@ def main() -> int:
     server = serve_directory(DOCS)
     host, port = server.server_address[:2]
     url = f"http://{host}:{port}/index.html"
-    plain_rates, ours_rates, pages = [], [], {}
+    extra = [arg for setting in args.settings for arg in ("-s", setting)]
+    runs: dict[str, list[tuple[int, Measured]]] = {"skillgraph": [], "fetch": [], "linkextractor": []}
     for n in range(args.rounds):
-        p_pages, p_secs = run_plain(url, args.concurrency)
         with tempfile.TemporaryDirectory() as tmp:
-            s_pages, s_secs = run_skillgraph(url, args.concurrency, Path(tmp), f"{host}:{port}")
-        plain_rates.append(p_pages / p_secs)
-        ours_rates.append(s_pages / s_secs)
-        pages = {"plain": p_pages, "skillgraph": s_pages}
-        print(f"round {n + 1}: plain {p_pages} pages in {p_secs:.1f}s ({p_pages / p_secs:.1f}/s); "
-              f"skillgraph {s_pages} pages in {s_secs:.1f}s ({s_pages / s_secs:.1f}/s)", flush=True)
+            ours = skillgraph(url, args.concurrency, Path(tmp), f"{host}:{port}", extra)
+            sources = json.loads((Path(tmp) / "graphs" / "pydocs" / "sources.json").read_text())
+            url_list = Path(tmp) / "urls.txt"
+            url_list.write_text("\n".join(page["url"] for page in sources["pages"]) + "\n")
+            fetched = plain("plain_fetch.py", str(url_list), args.concurrency)
+        runs["skillgraph"].append(ours)
+        runs["fetch"].append(fetched)
+        line = (f"round {n + 1}: skillgraph {ours[0]} pages {ours[0] / ours[1].wall:.1f}/s "
+                f"{1000 * ours[1].cpu / ours[0]:.1f} cpu-ms/page {ours[1].peak_rss_mb:.0f} MB; "
+                f"fetch {fetched[0]} pages {fetched[0] / fetched[1].wall:.1f}/s "
+                f"{1000 * fetched[1].cpu / fetched[0]:.1f} cpu-ms/page")
+        if not args.no_link_crawl:
+            crawled = plain("plain_crawl.py", url, args.concurrency)
+            runs["linkextractor"].append(crawled)
+            line += f"; LinkExtractor {crawled[0]} pages {crawled[0] / crawled[1].wall:.1f}/s"
+        print(line, flush=True)
     server.shutdown()
-    plain, ours = statistics.median(plain_rates), statistics.median(ours_rates)
-    result = {"pages": pages, "plain_pages_per_s": round(plain, 2), "skillgraph_pages_per_s": round(ours, 2),
-              "ratio": round(ours / plain, 3), "rounds": args.rounds, "concurrency": args.concurrency}
+    rows = {name: row(name, r) for name, r in runs.items() if r}
+    ours, limit = rows["skillgraph"], rows["fetch"]
+    result = {"rows": rows, "ratio_to_fetch_limit": round(ours["pages_per_s"] / limit["pages_per_s"], 3),
+              "rounds": args.rounds, "concurrency": args.concurrency, "settings": args.settings}
+    if "linkextractor" in rows:
+        result["ratio_to_linkextractor"] = round(ours["pages_per_s"] / rows["linkextractor"]["pages_per_s"], 3)
     print(json.dumps(result))
-    print(f"skillgraph / plain Scrapy = {ours / plain:.2f}x  ({ours:.1f} vs {plain:.1f} pages/s)")
+    print("| | pages | pages/s | CPU ms/page | peak RSS MB (tree) |\n|---|---|---|---|---|")
+    for r in rows.values():
+        print(f"| {r['name']} | {r['pages']} | {r['pages_per_s']} | {r['cpu_ms_per_page']} | {r['peak_rss_mb']} |")
+    print(f"skillgraph / fetch limit = {result['ratio_to_fetch_limit']:.2f}x")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
-    if pages["skillgraph"] < 0.95 * pages["plain"]:
-        print("skillgraph built fewer pages than plain Scrapy fetched", file=sys.stderr)
+    if ours["pages"] < 0.95 * limit["pages"] or limit["pages"] < 500:
+        print("the build or the fetch of its URL list came up short", file=sys.stderr)
         return 1
     return 0
 

@@ -60,6 +60,7 @@ DEFAULTS: dict[str, object] = {
     # quality gates (issue 4; docs/quality.md)
     "SKILLGRAPH_QUALITY_ENABLED": True,
     "SKILLGRAPH_QUALITY_THRESHOLD": 0.5,
+    "SKILLGRAPH_PAGE_WORKERS": -1,
     # tier ladder and render (skillgraph/tiers, skillgraph/render; docs/rendering.md)
     "SKILLGRAPH_TIERS_NEGOTIATE": True,
     "SKILLGRAPH_RENDER_ENABLED": True,
@@ -100,6 +101,14 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION": True,
     "SKILLGRAPH_DISTRIBUTED_DETECT_TIMEOUT": 30.0,
     "SKILLGRAPH_DISTRIBUTED_PROFILE_TTL": 86400,
+    # one graph out of a fleet: workers hand their pages to Redis, the last one out assembles (docs/distributed.md)
+    "SKILLGRAPH_ASSEMBLY_ENABLED": True,
+    "SKILLGRAPH_ASSEMBLY_LOCK_TIMEOUT": 120.0,
+    # fleet-wide limits of a distributed build: page budget, content dedup, politeness (docs/distributed.md)
+    "SKILLGRAPH_FLEET_ENABLED": True,
+    "SKILLGRAPH_FLEET_TTL": 86400,
+    "SKILLGRAPH_DISTRIBUTED_RECONNECT_TIMEOUT": 300.0,  # Redis lost mid-crawl this long: the worker exits 1
+    "SKILLGRAPH_DISTRIBUTED_RECONNECT_BACKOFF_MAX": 10.0,
 }
 
 #: Scrapy settings whose defaults skillgraph makes polite and safe.
@@ -123,6 +132,8 @@ POLITE: dict[str, object] = {
     "DEPTH_PRIORITY": 1,
     "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
     "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    # A page yields one document: Scrapy's 100 item slots per response only cost 100 asyncio tasks a page.
+    "CONCURRENT_ITEMS": 8,
     "TELNETCONSOLE_ENABLED": False,
     # Scrapy 2.19's remote-control extension serves code execution over HTTP: off.
     "REMOTE_CONTROL_ENABLED": False,
@@ -145,6 +156,7 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "skillgraph.safety.limits.RedirectLimitMiddleware": 605,  # counts the hop Redirect (600) drops
     "skillgraph.middlewares.conditional.ConditionalMiddleware": 650,  # after redirects: each hop revalidates
     "skillgraph.middlewares.proxy.ProxyMiddleware": 740,  # SKILLGRAPH_PROXY_URL and fail-open, before HttpProxy
+    "skillgraph.distributed.politeness.FleetPolitenessMiddleware": 945,  # REDIS_URL: one host delay for the fleet
     "skillgraph.middlewares.ssrf.SSRFMiddleware": 950,  # last: sees the proxy and every redirect hop
 }
 

@@ -1,19 +1,17 @@
 """Build: the one owner of a crawl's build state (one per crawler, ``Build.of(crawler)``).
 
-A graph build must account for every URL it learns of (DESIGN.md, "Every URL
-accounted for"), decide once whether a document will be written, and say
-honestly how it ended. Spread over spider attributes, stats and two readers
-of the previous ``sources.json``, those answers disagreed; so they live here:
+A graph build must account for every URL it learns of (DESIGN.md, "Every URL accounted for"), decide once whether a
+document will be written, and say honestly how it ended. Spread over spider attributes, stats and two readers of the
+previous ``sources.json``, those answers disagreed; so they live here:
 
 * the **profile** (set by ``profile_detected``);
 * the **ledger** (:class:`skillgraph.ledger.UrlLedger`): every page URL learned
   (from where, at which depth) and its outcome: a page, a ``skipped`` entry with
   a reason, or still unreached;
-* the **admission rule** (:meth:`admit`): new, the same URL again, or the same
-  content under another URL — carried-over pages included — used by the page
-  budget and the graph writer alike;
-* the **page budget** of bounded strategies, counted on admissions plus pages in
-  flight, so no page is fetched past the bound (:meth:`wait_for_budget`);
+* the **admission rule** (:meth:`admit`): new, the same URL again, or the same content under another URL — carried-over
+  pages included — used by the page budget and the graph writer alike;
+* the **page budget** of bounded strategies, counted on admissions plus pages in flight, so no page is fetched past
+  the bound (:meth:`wait_for_budget`); in distributed mode, the fleet's (:mod:`skillgraph.distributed.admission`);
 * **warnings** (``build_warning``), **truncation** and the **outcome**
   (``build_committed`` / ``build_failed`` once the graph writer decides);
 * the **previous build** (:class:`skillgraph.previous.PreviousBuild`).
@@ -38,6 +36,8 @@ from skillgraph.signals import build_truncated, build_warning, page_not_modified
 from skillgraph.urls import page_key
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
     from skillgraph.profiler import SiteProfile
@@ -68,11 +68,12 @@ class Build(UrlLedger):
         self.outcome: str | None = None  # "committed" | "failed" | "empty-share" (a follower with no page)
         self.failure: str | None = None
         self.graph_path: str | None = None
-        # admission: URL -> sha256 and sha256 -> first URL, of the documents admitted
-        self.admitted: dict[str, str] = {}
+        self.admitted: dict[str, str] = {}  # admission: URL -> sha256 and (by_hash) sha256 -> first URL
         self.by_hash: dict[str, str] = {}
         self.aliases: dict[str, str] = {}  # URL not written -> the URL written with the same content
         self.in_flight: set[str] = set()
+        self.fleet_spent = 0  # pages admitted by every worker of a distributed build (distributed/admission.py)
+        self.on_settle: Callable[[str], None] | None = None  # a page in flight settled (frees its fleet place)
         self._warned: dict[str, set[str]] = {}  # warning kind -> hosts already logged at WARNING
         self._budget_changed: asyncio.Event | None = None
         self._previous: PreviousBuild | None = None
@@ -108,18 +109,16 @@ class Build(UrlLedger):
         return self.max_pages > 0 and self.profile is not None and self.profile.strategy in BOUNDED_STRATEGIES
 
     def _on_profile(self, profile: SiteProfile, followed: bool = False) -> None:
-        self.profile = profile
-        self.followed = followed
+        self.profile, self.followed = profile, followed
 
     # admission -------------------------------------------------------------------
 
     def admit(self, url: str, sha256: str, corpus: bool = False, spend: bool = True) -> str:
         """Will the document of ``url`` with ``sha256`` be written?
 
-        ``"new"`` (admitted now), ``"same-url"`` (already admitted), ``"same-content"``
-        (the same markdown under an admitted URL: one file; llms-full sections are
-        exempt, a corpus may repeat itself), or ``"over-budget"`` (a bounded build is
-        full). ``spend`` False admits without counting against the budget.
+        ``"new"`` (admitted now), ``"same-url"`` (already admitted), ``"same-content"`` (the same
+        markdown under an admitted URL: one file; llms-full sections are exempt, a corpus may repeat
+        itself), or ``"over-budget"`` (a bounded build is full). ``spend`` False admits without counting.
         """
         key = page_key(url) if not corpus else url
         if key in self.admitted:
@@ -140,13 +139,15 @@ class Build(UrlLedger):
 
     @property
     def spent(self) -> int:
-        return len(self.admitted)
+        return max(len(self.admitted), self.fleet_spent)
 
     # the page budget -------------------------------------------------------------
 
     def _settle(self, key: str) -> None:
         if key in self.in_flight:
             self.in_flight.discard(key)
+            if self.on_settle is not None:
+                self.on_settle(key)
             if self._budget_changed is not None:
                 self._budget_changed.set()
 
@@ -156,10 +157,9 @@ class Build(UrlLedger):
     async def wait_for_budget(self, url: str, patience: float) -> bool:
         """Hold a page request until the budget has room for it; False when the bound is reached.
 
-        Room is the bound less the pages admitted and the pages in flight (a page in
-        flight may still fail and leave its place to another). ``patience`` bounds
-        each wait for an in-flight page to settle, so a page whose outcome never
-        arrives cannot stall the crawl.
+        Room is the bound less the pages admitted and the pages in flight (a page in flight may still
+        fail and leave its place to another). ``patience`` bounds each wait for an in-flight page to
+        settle, so a page whose outcome never arrives cannot stall the crawl.
         """
         key = page_key(url)
         if not self.bounded or key in self.in_flight:
@@ -215,16 +215,16 @@ class Build(UrlLedger):
     def _on_request_dropped(self, request: Any) -> None:
         """The scheduler's dupefilter refused a page request.
 
-        A page of the live graph was fetched before (a resumed JOBDIR job
-        remembers it): it is carried over. Otherwise, without JOBDIR, the URL is
-        another URL's request under a second spelling: a duplicate. A resumed job
-        may still hold the request in its queue, so it is left open there.
+        A page of the live graph was fetched before (a resumed JOBDIR job remembers it): it is carried
+        over. Otherwise, without JOBDIR, the URL is another URL's request under a second spelling: a
+        duplicate. A resumed job may still hold the request in its queue, so it is left open there; so
+        is a page in flight here (a distributed worker fetches pages another worker's links queued).
         """
         if request.meta.get("skillgraph_probe") or request.meta.get("skillgraph_tier"):
             return
         key = page_key(str(request.meta.get("skillgraph_link") or request.url))
         entry = self.ledger.get(key)
-        if entry is None or entry.outcome is not None:
+        if entry is None or entry.outcome is not None or key in self.in_flight:
             return
         if key in self.previous.pages:
             self.crawler.signals.send_catch_log(page_not_modified, url=key)

@@ -25,6 +25,7 @@ from typing import Any
 
 from skillgraph.files import write_atomic, write_json_atomic
 from skillgraph.graph_links import LocalLinks, rewrite_links
+from skillgraph.graph_llms import write_graph_llms
 from skillgraph.items import sha256_text
 from skillgraph.urls import file_stem_for
 
@@ -62,7 +63,11 @@ class GraphFolder:
         return name
 
     async def write(self, file_name: str, markdown: str) -> None:
-        await asyncio.to_thread(write_atomic, self.staging / file_name, markdown)
+        await asyncio.to_thread(self.write_now, file_name, markdown)
+
+    def write_now(self, file_name: str, markdown: str) -> None:
+        """Write a page file on this thread (the fleet's assembly runs on a thread of its own)."""
+        write_atomic(self.staging / file_name, markdown)
 
     def copy(self, source: Path, file_name: str) -> None:
         shutil.copyfile(source, self.staging / file_name)
@@ -84,6 +89,18 @@ class GraphFolder:
                 write_atomic(path, text)
                 page["sha256"] = sha256_text(text)
                 total += count
+        return total
+
+    def finish(self, pages: list[dict[str, Any]], titles: dict[str, str], aliases: dict[str, str],
+               old_files: dict[str, str], summary: str | None, local_links: bool) -> int:
+        """Every page is in: point links between pages at their files, then write ``llms.txt`` and ``llms-full.txt``.
+
+        One path for the graph writer and for a fleet's assembly
+        (:mod:`skillgraph.distributed.assembly`), so the same pages give the
+        same files. Returns how many links were rewritten (0 with local links off).
+        """
+        total = self.link_pages(pages, aliases, old_files) if local_links else 0
+        write_graph_llms(self.staging, self.name, [{**p, "title": titles.get(p["url"], "")} for p in pages], summary)
         return total
 
     def commit(self, sources: dict[str, Any]) -> None:

@@ -7,12 +7,34 @@ committing. Field names are the public contract of DESIGN.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.profiler import utc_now
 
 if TYPE_CHECKING:
     from skillgraph.build import Build
+
+
+@dataclass
+class Account:
+    """What a build says about itself besides its pages: one crawl's Build, or a fleet's, assembled.
+
+    ``sources.json`` and ``failed.json`` are written from this, so a graph
+    assembled from a distributed build (:mod:`skillgraph.distributed.assembly`)
+    says it in the same fields as a local one.
+    """
+
+    scrape_profile: dict[str, Any] | None
+    skipped: list[dict[str, Any]]
+    skipped_counts: dict[str, int]
+    truncated: dict[str, Any] | None
+    warnings: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, build: Build) -> Account:
+        return cls(scrape_profile(build), [e.skipped_json() for e in build.skipped()], build.skipped_counts(),
+                   build.truncation(), build.warnings)
 
 
 def scrape_profile(build: Build) -> dict[str, Any] | None:
@@ -34,21 +56,32 @@ def changes(previous: dict[str, dict[str, Any]], pages: list[dict[str, Any]]) ->
 
 
 def sources_json(name: str, build: Build, pages: list[dict[str, Any]]) -> dict[str, Any]:
+    return sources_document(name, Account.of(build), pages, build.previous.pages)
+
+
+def sources_document(name: str, account: Account, pages: list[dict[str, Any]],
+                     previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``sources.json`` of ``pages`` (as written), against the live graph's ``previous`` pages."""
     return {
         "name": name,
         "built_at": utc_now(),
-        "scrape_profile": scrape_profile(build),
+        "scrape_profile": account.scrape_profile,
         "pages": pages,
-        "skipped": [e.skipped_json() for e in build.skipped()],
-        "skipped_counts": build.skipped_counts(),
-        "truncated": build.truncation(),
-        "warnings": build.warnings,
-        "changes": changes(build.previous.pages, pages),
+        "skipped": account.skipped,
+        "skipped_counts": account.skipped_counts,
+        "truncated": account.truncated,
+        "warnings": account.warnings,
+        "changes": changes(previous, pages),
     }
 
 
 def failure_json(name: str, build: Build, pages: list[dict[str, Any]], why: str, reason: str,
                  kept_previous: bool) -> dict[str, Any]:
+    return failure_document(name, Account.of(build), pages, why, reason, kept_previous)
+
+
+def failure_document(name: str, account: Account, pages: list[dict[str, Any]], why: str, reason: str,
+                     kept_previous: bool) -> dict[str, Any]:
     return {
         "name": name,
         "failed_at": utc_now(),
@@ -56,11 +89,18 @@ def failure_json(name: str, build: Build, pages: list[dict[str, Any]], why: str,
         "finish_reason": reason,
         "pages": len(pages),
         "kept_previous": kept_previous,
-        "scrape_profile": scrape_profile(build),
-        "skipped": [e.skipped_json() for e in build.skipped()],
-        "skipped_counts": build.skipped_counts(),
-        "warnings": build.warnings,
+        "scrape_profile": account.scrape_profile,
+        "skipped": account.skipped,
+        "skipped_counts": account.skipped_counts,
+        "warnings": account.warnings,
     }
+
+
+def llms_summary(profile: dict[str, Any] | None) -> str | None:
+    """The ``> summary`` line of the graph's ``llms.txt`` (None: llms_index writes a page count)."""
+    if not profile:
+        return None
+    return f"Documentation of {profile['scope']}, built by skillgraph from {profile['source']}"
 
 
 def shrink_guard(previous: dict[str, dict[str, Any]], pages: list[dict[str, Any]], allow: bool) -> str | None:

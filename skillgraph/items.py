@@ -4,8 +4,9 @@ A dataclass (read and written through ``ItemAdapter``) so that pipelines,
 disk items and the store share one typed shape. Field names are the public
 contract of ``items/<spider>/<sha256>.json`` (DESIGN.md).
 
-``meta`` holds notes for the pipelines, among them the page's raw HTML (the
-quality gate reads block signatures in the markup). It never leaves the
+``meta`` holds notes for the pipelines. A spider may leave the page's raw HTML
+there (the quality gate reads block signatures in the markup; the tier ladder
+leaves its verdict instead, ``meta["assessment"]``). The HTML never leaves the
 process as HTML: feed exports (``-O out.jsonl``) serialise ``meta`` through
 :func:`export_meta`, which drops the raw page, and the item's ``repr`` (what
 Scrapy logs for every scraped or dropped item, scrapyd job logs included) is

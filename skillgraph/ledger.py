@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SKIP_REASONS = ("http", "network", "robots", "ssrf", "off-site", "depth", "duplicate", "blocked", "low-quality")
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One URL of the ledger."""
 

@@ -13,17 +13,16 @@ budget. Nothing here is kept on the spider.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import MethodType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils.response import get_base_url
 
 from skillgraph import graph_llms
 from skillgraph.build import Build
@@ -31,7 +30,6 @@ from skillgraph.items import DocumentItem
 from skillgraph.llms import looks_like_html
 from skillgraph.profiler import utc_now
 from skillgraph.tiers import TierLadder
-from skillgraph.urls import in_scope, page_key, scope_of
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -39,15 +37,6 @@ if TYPE_CHECKING:
 
 _MARKDOWN_TYPES = ("text/markdown", "text/x-markdown", "text/plain")
 _DEPTH_LIMITS: WeakKeyDictionary[Crawler, int] = WeakKeyDictionary()
-
-
-def _not_pages() -> frozenset[str]:
-    from scrapy.linkextractors import IGNORED_EXTENSIONS
-
-    return frozenset([*IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"])
-
-
-_NOT_PAGES = _not_pages()
 
 
 def depth_limit(crawler: Crawler) -> int:
@@ -107,10 +96,11 @@ class PageCallbacks:
 
     # llms.txt links: the .md twin first -----------------------------------------
 
-    def parse_twin(self, response: Response) -> Iterator[Any]:
+    async def parse_twin(self, response: Response) -> AsyncIterator[Any]:
         """Use the ``.md`` twin when it is real markdown; otherwise fetch the page itself."""
         if response.status == 200 and self.is_markdown(response):
-            yield from self.parse_page(response)
+            async for output in self.parse_page(response):
+                yield output
             return
         self.crawler.stats.inc_value("skillgraph/llms/twin_missing")
         yield self.original_request(response.request)
@@ -140,11 +130,9 @@ class PageCallbacks:
         path = urlsplit(response.url).path.lower()
         return ctype.startswith(_MARKDOWN_TYPES) or path.endswith((".md", ".markdown", ".mdx"))
 
-    def parse_page(self, response: Response, follow: bool = False) -> Iterator[Any]:
+    async def parse_page(self, response: Response, follow: bool = False) -> AsyncIterator[Any]:
         link = response.meta.get("skillgraph_link", response.url)
         ok = 200 <= response.status < 300  # 403/429/503 reach here to be examined as block pages
-        if follow and ok and isinstance(response, HtmlResponse):
-            yield from self.follow_links(response)
         if ok and self.is_markdown(response):
             text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
             title = self.markdown_title(text) or response.meta.get("skillgraph_title", "")
@@ -157,43 +145,29 @@ class PageCallbacks:
             Build.of(self.crawler).skip(link, "http" if status else "low-quality", status=status,
                                         detail=f"not a document ({ctype or 'no Content-Type'})")
             return
-        yield from self.html_document(response, link)
+        for output in await TierLadder.of(self).handle(response, link, follow=follow and ok):
+            yield output
 
-    def html_document(self, response: HtmlResponse, link: str) -> Iterator[Any]:
+    async def html_document(self, response: HtmlResponse, link: str) -> AsyncIterator[Any]:
         """Extract an HTML page into a document, degrading tier by tier when the quality gates fail.
 
         Also the callback of the ladder's own requests (``negotiated``, ``render``), so
         they stay serialisable: see ``skillgraph.tiers`` and docs/rendering.md.
         """
-        yield from TierLadder.of(self).handle(response, link)
+        for output in await TierLadder.of(self).handle(response, link):
+            yield output
 
-    def follow_links(self, response: HtmlResponse) -> Iterator[Request]:
-        """Follow in-scope links to pages, breadth first in the page's order.
+    def follow_links(self, response: Response, links: list[str], outside: list[str]) -> Iterator[Request]:
+        """Follow a page's in-scope links (read by :func:`skillgraph.pagework.read_links`), in the page's order.
 
-        Not ``LinkExtractor``: on API reference pages with hundreds of links it
-        cost five times the HTML parse (canonicalising every URL). Here links
-        are read from the tree already parsed, joined, stripped of fragments
-        and filtered by a string prefix; the dupefilter still canonicalises
-        the few that are new.
+        Breadth first: the requests carry the page's depth plus one; the
+        scheduler's FIFO queues keep the site's order.
         """
         build = Build.of(self.crawler)
-        # A resumed JOBDIR job may answer queued requests before the profile is known again.
-        scope = build.profile.scope if build.profile is not None else scope_of(response.url)
-        base = get_base_url(response)
         depth = int(response.meta.get("depth", 0)) + 1
         limit = depth_limit(self.crawler)
-        out_of_scope = 0
-        for href in response.selector.root.xpath("//a/@href"):
-            href = str(href).strip()
-            if not href or href.startswith(("#", "mailto:", "javascript:", "tel:", "data:")):
-                continue
-            url = page_key(urljoin(base, href))
-            if not url.startswith(scope) and not in_scope(url, scope):
-                out_of_scope += build.outside(url)
-                continue
-            last = urlsplit(url).path.rsplit("/", 1)[-1]
-            if "." in last and last.rsplit(".", 1)[1].lower() in _NOT_PAGES:
-                continue
+        out_of_scope = sum(build.outside(url) for url in outside)
+        for url in links:
             if not self.in_site(url):
                 out_of_scope += build.outside(url)
                 continue
@@ -211,12 +185,15 @@ class PageCallbacks:
         """The first H1 outside code (one markdown scanner: :mod:`skillgraph.markdown`)."""
         return graph_llms.markdown_title(text)
 
-    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem:
+    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str,
+                 sha256: str = "") -> DocumentItem:
+        """The document item; ``sha256`` when the page pool already hashed the markdown (hashed once)."""
         profile = Build.of(self.crawler).profile
         source = profile.source if profile is not None else url
         domain = getattr(self, "domain", "") or urlsplit(profile.url if profile is not None else url).hostname or ""
         return DocumentItem(url=url, title=title, markdown=markdown, fetched_at=fetched_at, source=source,
-                            domain=domain, strategy=profile.strategy if profile is not None else "crawl", tier=tier)
+                            domain=domain, strategy=profile.strategy if profile is not None else "crawl", tier=tier,
+                            sha256=sha256)
 
 
 CALLBACKS = ("in_site", "page_request", "page_failed", "tier_failed", "parse_twin", "twin_failed",

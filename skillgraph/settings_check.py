@@ -9,7 +9,9 @@ exit 2 (a usage error, DESIGN.md).
 The rules come from :data:`skillgraph.addon.DEFAULTS` (the default's type:
 ``bool``, ``int`` >= 0, ``float`` >= 0) refined by :data:`RULES` (ranges,
 choices, settings read with another getter than their default's type).
-Strings, lists and settings without a typed default are not checked.
+Strings, lists and settings without a typed default are not checked, except
+``REDIS_URL`` (redis-py's own parser: ``redis://``, ``rediss://`` for TLS,
+``unix://``), which an error shows with its password replaced by ``***``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.addon import DEFAULTS
+from skillgraph.distributed.redis_url import ALLOWED, redacted, url_problem
 from skillgraph.safety.ssrf import parse_allowlist
 
 if TYPE_CHECKING:
@@ -36,7 +39,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    kind: str  #: "bool" | "int" | "float" | "choice" | "aplimit" | "hostports"
+    kind: str  #: "bool" | "int" | "float" | "choice" | "aplimit" | "hostports" | "redis_url"
     low: float | None = None  #: inclusive lower bound
     high: float | None = None  #: inclusive upper bound
     positive: bool = False  #: strictly above ``low``
@@ -52,6 +55,8 @@ class Rule:
             text = "max or an integer >= 1"
         elif self.kind == "hostports":
             text = "comma-separated host:port entries, e.g. 127.0.0.1:8000"
+        elif self.kind == "redis_url":
+            text = ALLOWED
         else:
             text = "an integer" if self.kind == "int" else "a number"
             if self.low is not None and self.high is not None:
@@ -103,7 +108,11 @@ RULES: dict[str, Rule] = {
     "SKILLGRAPH_PROGRESS_INTERVAL": _seconds("seconds"),
     "SKILLGRAPH_SUMMARY_FORMAT": Rule("choice", choices=("text", "json", "none")),
     "SKILLGRAPH_SSRF_ALLOWLIST": Rule("hostports"),
+    "SKILLGRAPH_PAGE_WORKERS": _int(-1, "-1: one process per CPU core; 0: in the crawl's own thread"),
 }
+
+#: Settings the add-on gives no default but a bad value of which would only fail deep in a component.
+OTHER_RULES: dict[str, Rule] = {"REDIS_URL": Rule("redis_url")}
 
 
 def rules() -> dict[str, Rule]:
@@ -117,6 +126,7 @@ def rules() -> dict[str, Rule]:
         elif isinstance(default, float):
             found[name] = Rule("float", low=0)
     found.update(RULES)
+    found.update(OTHER_RULES)
     return found
 
 
@@ -145,6 +155,11 @@ def check_value(name: str, value: Any, rule: Rule) -> None:
         except ValueError:
             raise SettingsError(name, value if isinstance(value, str) else ",".join(map(str, entries)),
                                 rule.allowed()) from None
+        return
+    if rule.kind == "redis_url":
+        problem = url_problem(str(value)) if value else None  # empty: distributed mode off
+        if problem:
+            raise SettingsError(name, redacted(str(value)), f"{rule.allowed()}; {problem}")
         return
     if rule.kind == "aplimit":
         text = str(value).strip().lower()

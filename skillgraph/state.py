@@ -202,12 +202,20 @@ class RedisState(SqliteState):
 
 
 def connect_redis(url: str) -> Redis:
-    """An asyncio client that fails fast: no retry loop, short timeouts."""
+    """An asyncio client that fails fast: no retry loop, short timeouts.
+
+    Maintenance notifications off: with them on (redis-py 8's "auto" under RESP3) the pool
+    skips its check of a pooled connection before use, so after a Redis restart every
+    pooled connection failed once ("Connection closed by server"); without a retry, each
+    failure was an outage of its own (tests/test_redis_outage.py). Redis OSS sends none.
+    """
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.maint_notifications import MaintNotificationsConfig
 
-    return Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, retry=Retry(NoBackoff(), 0))
+    return Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, retry=Retry(NoBackoff(), 0),
+                          maint_notifications_config=MaintNotificationsConfig(enabled=False))
 
 
 _STATES: WeakKeyDictionary[Crawler, SqliteState] = WeakKeyDictionary()

@@ -31,6 +31,10 @@ CORPUS_VARIABLE = "SKILLGRAPH_TEST_CORPUS"
 CORPUS = (ROOT / os.environ.get(CORPUS_VARIABLE, "../shared/corpus")).resolve()
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 
+# Tests choose their Redis themselves: a developer's SKILLGRAPH_REDIS_URL (read by skillgraph/settings.py) must not
+# make every test crawl distributed.
+os.environ.pop("SKILLGRAPH_REDIS_URL", None)
+
 #: Settings every test crawl uses: no politeness delay, no AutoThrottle (the servers are ours).
 TEST_SETTINGS = {"DOWNLOAD_DELAY": "0", "AUTOTHROTTLE_ENABLED": "False", "CONCURRENT_REQUESTS_PER_DOMAIN": "16",
                  "LOG_LEVEL": "INFO"}

@@ -64,7 +64,7 @@ CASES: dict[str, Case] = {
     "crawl: MAX_PAGES=-5": Case(("crawl", "docs", "-a", f"url={DEAD}", "-s", "SKILLGRAPH_MAX_PAGES=-5"), 2,
                                 "SKILLGRAPH_MAX_PAGES=-5: expected an integer >= 0"),
     "worker --burst: Redis down": Case(("worker", "--burst", "-s", f"REDIS_URL=redis://127.0.0.1:{CLOSED}/0"), 1,
-                                       f"Redis at redis://127.0.0.1:{CLOSED}/0 is unreachable"),
+                                       f"Redis at 127.0.0.1:{CLOSED}/0 is unreachable"),
     "markdown: random bytes": Case(("markdown", "{noise}"), 1, "is not an HTML or text file"),
     "markdown: random high bytes": Case(("markdown", "{high}"), 1, "is not an HTML or text file"),
     "assess: random bytes": Case(("assess", "{noise}"), 1, "is not an HTML or text file"),

@@ -223,14 +223,15 @@ def test_two_workers_fetch_every_page_once_and_both_close(tmp_path: Path, docs_s
     assert len(queued) == len(set(queued)) == len(u1) + len(u2) >= 45
     assert set(queued) == set(u1) | set(u2)
     assert s1["skillgraph/graph/pages"] + s2["skillgraph/graph/pages"] == len(queued)
-    # each graph is honest about holding a share, and both name the leader's detection
+    # one graph out of the fleet (tests/test_assemble.py): the last worker out wrote every page, with the leader's
+    # detection; no worker committed a partial graph of its own
     name = default_graph_name(url)
-    profiles = []
-    for worker in ("w1", "w2"):
-        sources = json.loads((tmp_path / worker / "graphs" / name / "sources.json").read_text())
-        assert sources["pages"] and any(w["kind"] == "partial" for w in sources["warnings"])
-        profiles.append(sources["scrape_profile"])
-    assert profiles[0] == profiles[1] and profiles[0]["strategy"] == "crawl" and len(profiles[0]["probes"]) >= 5
+    graphs = [tmp_path / worker / "graphs" / name / "sources.json" for worker in ("w1", "w2")]
+    assert sum(g.exists() for g in graphs) == 1
+    sources = json.loads(next(g for g in graphs if g.exists()).read_text())
+    assert len(sources["pages"]) == len(queued) and not any(w["kind"] == "partial" for w in sources["warnings"])
+    profile = sources["scrape_profile"]
+    assert profile["strategy"] == "crawl" and len(profile["probes"]) >= 5
     # the last worker out cleared the shared frontier; nothing in flight anywhere
     client = redis_server.client()
     assert not client.keys(f"docs:{name}:*")
@@ -346,8 +347,10 @@ def test_llms_full_follower_writes_no_page_and_leaves_the_graph_alone(tmp_path: 
             [(s1, "w1"), (s2, "w2")], key=lambda pair: -pair[0].get(DETECT + "leader", 0))
         assert (leader[DETECT + "leader"], leader[DETECT + "takeover"], follower[DETECT + "follower"]) == (1, 1, 1)
         pages = leader["skillgraph/graph/pages"]
-        assert pages >= 10 and leader["skillgraph/graph/committed"] == 1
-        # the follower had nothing to do: no page, no commit, no failure record, an empty share
+        assert pages >= 10
+        # the last worker out, whichever it was, committed the fleet's graph (tests/test_assemble.py)
+        assert leader.get("skillgraph/graph/committed", 0) + follower.get("skillgraph/graph/committed", 0) == 1
+        # the follower had nothing to do: no page, no failure record, an empty share
         assert follower["finish_reason"] == "finished" and follower["skillgraph/graph/empty_share"] == 1
         assert not {"skillgraph/graph/pages", "skillgraph/graph/failed", "skillgraph/profiler/probes"} & set(follower)
         assert not item_urls(tmp_path, follow_name) and len(item_urls(tmp_path, lead_name)) == pages

@@ -2,7 +2,8 @@
 
 Scrapy's ``crawl`` exits 0 whatever became of the build. Here the exit status
 says it: 0 when the graph was committed (truncated or not), 1 when it was not
-(one line on stderr says why and what to do), 2 for a usage error (a missing or
+(one line on stderr says why and what to do; Redis refusing the password or ACL
+of ``REDIS_URL`` is such a line, said before the first request), 2 for a usage error (a missing or
 malformed spider argument, an invalid setting), 128 + the signal number when
 SIGINT or SIGTERM stopped the crawl (what was fetched is committed as
 ``truncated: interrupted``; a second signal aborts without committing, as
@@ -21,11 +22,14 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
-from scrapy.exceptions import UsageError
+from scrapy.exceptions import CloseSpider, UsageError
 from scrapy.utils.asyncio import call_later
 
 from skillgraph.build import Build
+from skillgraph.distributed import redis_at_start, redis_refused
+from skillgraph.distributed.redis_url import RedisRefused
 from skillgraph.settings_check import SettingsError, check_settings
 
 if TYPE_CHECKING:
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+REFUSED_REASON = "redis_refused"  #: close reason when Redis refused the credentials at start
 
 
 def check_start_url(url: str | None) -> str:
@@ -71,12 +76,17 @@ class Command(ScrapyCrawlCommand):
         except KeyError as exc:
             raise UsageError(f"no spider named {args[0]!r} (scrapy list shows them)") from exc
         build = Build.of(crawler)
+        crawler.signals.connect(_stop_if_redis_refused, signal=signals.spider_opened)
         self.crawler_process.crawl(crawler, **opts.spargs)
         _note_interrupts(build)
         self.crawler_process.start()
         self.exitcode = self.outcome_code(crawler, build)
 
     def outcome_code(self, crawler: Crawler, build: Build) -> int:
+        refused = redis_refused(crawler)
+        if refused is not None:
+            _say(refused)
+            return 1
         if build.interrupted is not None:
             if build.outcome != "committed":
                 _say(f"interrupted: the build of {build.name} was not committed ({build.failure or 'no pages yet'})")
@@ -110,6 +120,14 @@ def failure_sentence(build: Build) -> str:
             return f"robots.txt of {parts.netloc} forbids {entry.url}; nothing was fetched"
     why = build.failure or "the crawl ended before the graph was written"
     return f"graph {name} was not built: {why}; the previous graph (if any) is kept, see graphs/{name}.failed.json"
+
+
+async def _stop_if_redis_refused(spider: Spider) -> None:
+    """Redis refused the password or ACL of ``REDIS_URL``: close before the first request (an outage is waited for,
+    a wrong password never heals)."""
+    crawler = spider.crawler
+    if crawler.settings.get("REDIS_URL") and isinstance(await redis_at_start(crawler), RedisRefused):
+        raise CloseSpider(REFUSED_REASON)
 
 
 def _bootstrap_error(crawler: Crawler) -> str:

@@ -39,6 +39,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from skillgraph.distributed import redis_location
+from skillgraph.distributed.redis_url import refusal, refusal_sentence
 from skillgraph.pipelines.dual_write import PUSH_SCRIPT, ItemStore
 from skillgraph.state import HASH_PREFIX, QUEUE_KEY
 
@@ -151,8 +152,9 @@ class Command(ScrapyCommand):
                 print(json.dumps({"spider": spider, **counts}))
         except (redis.RedisError, OSError) as exc:
             logger.debug("replay failed", exc_info=True)
-            print(f"scrapy replay: Redis at {redis_location(url)} unreachable ({exc}); start it or fix REDIS_URL, "
-                  "then run replay again (items stay on disk)", file=sys.stderr)
+            why = refusal_sentence(url, exc) if refusal(exc) else (
+                f"Redis at {redis_location(url)} unreachable ({exc}); start it or fix REDIS_URL")
+            print(f"scrapy replay: {why}, then run replay again (items stay on disk)", file=sys.stderr)
             self.exitcode = 1
         finally:
             client.close()

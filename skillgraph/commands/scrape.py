@@ -88,8 +88,9 @@ class ScrapeSpider(SkillgraphSpider):
             yield Request(url, callback=self.parse_page, errback=self.failed, dont_filter=True,
                           meta={"skillgraph_link": url})
 
-    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem:
-        item = super().document(url, title, markdown, tier, fetched_at)
+    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str,
+                 sha256: str = "") -> DocumentItem:
+        item = super().document(url, title, markdown, tier, fetched_at, sha256)
         item.source = url
         return item
 

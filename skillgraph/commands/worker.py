@@ -13,7 +13,9 @@ chunk with the configured embedder after a model change, then exits; until
 then a store embedded by another model refuses to open (exit 2, saying so).
 
 ``--burst`` with Redis unreachable fails fast: one line on stderr, exit 1 (a
-long-running worker waits and reconnects instead). A burst or local run whose
+long-running worker waits and reconnects instead). Redis refusing the password
+or ACL of ``REDIS_URL`` is not waited for by either: one line, exit 1. Redis is
+named by ``host:port/db``, never by its URL (it may hold the password). A burst or local run whose
 embedder fails stops with exit 1, its document left queued; a long-running
 worker pauses and resumes by itself (the embedder health gate).
 
@@ -38,6 +40,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import NotConfigured, UsageError
 from scrapy.utils.log import configure_logging
 
+from skillgraph.distributed import redis_location
+from skillgraph.distributed.redis_url import refusal, refusal_sentence
 from skillgraph.files import write_atomic
 from skillgraph.store.embed import describe, load_embedder
 from skillgraph.store.queue import ClaimQueue
@@ -146,13 +150,16 @@ class Command(ScrapyCommand):
 
             client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=BLOCK_SECONDS + 10,
                                           retry=Retry(NoBackoff(), 0))
-            if opts.burst:
-                try:
-                    client.ping()
-                except (redis.RedisError, OSError) as exc:
+            try:
+                client.ping()
+            except (redis.RedisError, OSError) as exc:  # a refused password is not waited for, an outage may be
+                if refusal(exc) or opts.burst:
                     store.close()
-                    print(f"scrapy worker: Redis at {redis_url} is unreachable ({exc}); start it, "
-                          "or run without --burst to wait for it", file=sys.stderr)
+                    client.close()
+                    why = refusal_sentence(redis_url, exc) if refusal(exc) else (
+                        f"Redis at {redis_location(redis_url)} is unreachable ({exc}); start it, "
+                        "or run without --burst to wait for it")
+                    print(f"scrapy worker: {why}", file=sys.stderr)
                     self.exitcode = 1
                     return
             worker = StoreWorker(store, embedder, config, ClaimQueue(client))

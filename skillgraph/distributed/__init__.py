@@ -11,6 +11,9 @@ detection). It waits up to ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT`` seconds
 runs as in local mode — Scrapy's scheduler, documents on disk only — and says
 so once: one warning, ``skillgraph/distributed/redis_unavailable``, a
 ``sources.json`` warning. ``scrapy replay`` queues the documents later.
+A refused password or ACL is no outage: it is not waited for, it is said in
+one error line (:func:`redis_refused`), and ``scrapy crawl`` stops the crawl
+before its first request and exits 1.
 scrapy-redis itself pings once in ``from_crawler`` and fails the crawl.
 """
 
@@ -41,6 +44,7 @@ SETTINGS: dict[str, object] = {
 }
 
 UNAVAILABLE_STAT = "skillgraph/distributed/redis_unavailable"
+REFUSED_STAT = "skillgraph/distributed/redis_refused"  # the password or the ACL refused at start
 RETRY_INTERVAL = 0.25  # seconds between connection attempts while waiting at start
 
 _AT_START: WeakKeyDictionary[Crawler, asyncio.Future[str | None]] = WeakKeyDictionary()
@@ -62,16 +66,27 @@ def redis_location(url: str) -> str:
     """``host:port/db`` of a Redis URL, without user or password (for logs)."""
     parts = urlsplit(url)
     if parts.scheme == "unix":
-        return parts.path
-    return f"{parts.hostname or '?'}:{parts.port or 6379}{parts.path if parts.path not in ('', '/') else '/0'}"
+        return parts.path.rpartition("@")[2] or "?"  # an unescaped '/' in a password ends the netloc early
+    try:
+        port = parts.port or 6379
+    except ValueError:  # not a port: more likely the piece of a password with an unescaped '/'
+        return "?"
+    db = parts.path.strip("/")
+    return f"{parts.hostname or '?'}:{port}/{db if db.isdigit() else 0}"
 
 
 async def wait_for_redis(url: str, timeout: float) -> str | None:
-    """Ping Redis until it answers or ``timeout`` seconds have passed: None, or the last error."""
+    """Ping Redis until it answers or ``timeout`` seconds have passed: None, or the last error.
+
+    A refused password or ACL is not waited for: the answer is then a
+    :class:`~skillgraph.distributed.redis_url.RedisRefused` at once (it will not heal by itself).
+    """
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import RedisError
+
+    from skillgraph.distributed.redis_url import RedisRefused, refusal, refusal_sentence
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(timeout, 0.0)
@@ -83,6 +98,8 @@ async def wait_for_redis(url: str, timeout: float) -> str | None:
             await asyncio.wait_for(client.ping(), attempt)
             return None
         except (TimeoutError, RedisError, OSError) as exc:
+            if refusal(exc):
+                return RedisRefused(refusal_sentence(url, exc))
             error = str(exc) or type(exc).__name__
         finally:
             await client.aclose()
@@ -111,6 +128,15 @@ def redis_unavailable_at_start(crawler: Crawler) -> bool:
     return found is not None and found.done() and not found.cancelled() and found.result() is not None
 
 
+def redis_refused(crawler: Crawler) -> str | None:
+    """The one sentence to say when Redis refused this crawl's credentials or ACL at start, else None."""
+    from skillgraph.distributed.redis_url import RedisRefused
+
+    found = _AT_START.get(crawler)
+    answer = found.result() if found is not None and found.done() and not found.cancelled() else None
+    return answer if isinstance(answer, RedisRefused) else None
+
+
 async def _look(crawler: Crawler) -> str | None:
     settings = crawler.settings
     url = settings.get("REDIS_URL")
@@ -120,6 +146,7 @@ async def _look(crawler: Crawler) -> str | None:
     error = await wait_for_redis(url, timeout)
     if error is None:
         return None
+    from skillgraph.distributed.redis_url import RedisRefused
     from skillgraph.signals import build_warning
     from skillgraph.state import RedisState, get_state
 
@@ -127,6 +154,11 @@ async def _look(crawler: Crawler) -> str | None:
     if isinstance(state, RedisState):  # answers "unknown" for the whole run, without a warning of its own
         state.down_until = math.inf
         state.warned = True
+    if isinstance(error, RedisRefused):  # not an outage: the crawl command closes the spider and exits 1
+        if crawler.stats is not None:
+            crawler.stats.set_value(REFUSED_STAT, 1)
+        logger.error("%s", error)
+        return error
     if crawler.stats is not None:
         crawler.stats.set_value(UNAVAILABLE_STAT, 1)
     spider = crawler.spider.name if crawler.spider is not None else "SPIDER"

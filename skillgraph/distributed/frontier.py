@@ -15,6 +15,10 @@ longer than the worker timeout to the queue; :meth:`Frontier.release` is a
 clean exit: the worker's unfinished requests go back, it leaves the registry,
 and the last worker out clears the frontier (and the shared profile,
 :mod:`skillgraph.distributed.detection`) so the next crawl starts afresh.
+After a Redis outage, :meth:`Frontier.requeue_orphans` returns what a pop
+moved into the worker's hash while its reply was lost (the worker never got
+the request, so it would never acknowledge it, and every worker would wait
+for it).
 
 The scripts build key names from a prefix, so the frontier needs one Redis
 server (not Redis Cluster), like scrapy-redis itself.
@@ -98,6 +102,22 @@ end
 return {redis.call('ZCARD', KEYS[2]), inflight}
 """
 
+#: KEYS: this worker's in-flight hash, requests. ARGV: the tokens the worker holds. Returns the number requeued.
+ORPHANS = """
+local held = {}
+for _, token in ipairs(ARGV) do held[token] = true end
+local entries = redis.call('HGETALL', KEYS[1])
+local moved = 0
+for i = 1, #entries, 2 do
+  if not held[entries[i]] then
+    redis.call('ZADD', KEYS[2], string.match(entries[i], '^(%S+)'), entries[i + 1])
+    redis.call('HDEL', KEYS[1], entries[i])
+    moved = moved + 1
+  end
+end
+return moved
+"""
+
 
 @dataclass(frozen=True)
 class FrontierKeys:
@@ -131,6 +151,7 @@ class Frontier(Base):
         self._release = server.register_script(RELEASE)
         self._heartbeat = server.register_script(HEARTBEAT)
         self._progress = server.register_script(PROGRESS)
+        self._orphans = server.register_script(ORPHANS)
 
     def __len__(self) -> int:
         return int(self.server.zcard(self.key))
@@ -150,10 +171,17 @@ class Frontier(Base):
         return request
 
     def ack(self, requests: list[Request]) -> int:
-        tokens = [self.tokens.pop(request) for request in requests]
+        """``HDEL`` their tokens; forgotten here only once Redis has them (a failed call is acknowledged later)."""
+        tokens = [self.tokens[request] for request in requests]
         if tokens:
             self.server.hdel(self.inflight_key, *tokens)
+        for request in requests:
+            del self.tokens[request]
         return len(tokens)
+
+    def requeue_orphans(self) -> int:
+        """Requeue what this worker's in-flight hash holds but the worker does not (a pop whose reply was lost)."""
+        return int(self._orphans(keys=[self.inflight_key, self.key], args=list(self.tokens.values())))
 
     def heartbeat(self) -> list[str]:
         """Record that this worker is alive; the names of every registered worker."""

@@ -57,14 +57,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
-import socket
-import uuid
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis import connection
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -115,30 +110,15 @@ class DistributedScheduler(FrontierWorker, Scheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedScheduler:
-        settings = crawler.settings
-        scheduler = cls.from_settings(settings)
-        scheduler.stats = crawler.stats
-        scheduler.crawler = crawler
+        scheduler = cls.from_settings(crawler.settings)
+        scheduler.init_worker(crawler)
         scheduler.fallback = None
-        scheduler.worker_timeout = settings.getfloat("SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT", 30.0)
-        scheduler.poll_interval = settings.getfloat("SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL", 0.5)
-        scheduler.debug = settings.getbool("DUPEFILTER_DEBUG")
-        scheduler.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        scheduler.local = deque()
-        scheduler.others = set()
-        scheduler.resumed = 0
-        scheduler.waiting = False
-        scheduler.wake_call = None
-        scheduler.beat = create_looping_call(scheduler.heartbeat)
+        scheduler.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
         scheduler.warned = False
-        scheduler.retry_seconds = settings.getfloat("SKILLGRAPH_REDIS_RETRY_SECONDS", 5.0)
-        scheduler.down_until = 0.0
-        scheduler.outage_logged = False
         return scheduler
 
     # set in from_crawler (scrapy-redis builds the instance in from_settings), with FrontierWorker's
     debug: bool
-    local: deque[Request]
     warned: bool
     fallback: LocalScheduler | None  # Redis was unreachable at start: a local crawl
 
@@ -173,9 +153,15 @@ class DistributedScheduler(FrontierWorker, Scheduler):
     def enqueue_request(self, request: Request) -> bool:
         if self.fallback is not None:
             return self.fallback.enqueue_request(request)
-        if not request.dont_filter and self.guarded(lambda: self.df.request_seen(request), False):
-            self.df.log(request, self.spider)
-            return False
+        if self.reconnect.down:  # neither dupefilter nor queue until Redis is back
+            return self.hold(request, ask=True)
+        if not request.dont_filter:
+            seen = self.guarded(lambda: self.df.request_seen(request), None)
+            if seen is None:  # failed: the fingerprint may be recorded already
+                return self.hold(request, ask=False)
+            if seen:
+                self.df.log(request, self.spider)
+                return False
         try:
             shared = self.guarded(lambda: self.queue.push(request), False)
         except (TypeError, ValueError) as exc:  # not JSON, or a callback that is not a spider method
@@ -184,6 +170,8 @@ class DistributedScheduler(FrontierWorker, Scheduler):
             if not self.warned:
                 self.warned = True
                 logger.info("Kept %s in this worker, not in the shared frontier: %s", request, exc)
+        if not shared and self.reconnect.down:
+            return self.hold(request, ask=False)
         if not shared:
             self.local.append(request)
             return True
@@ -196,7 +184,7 @@ class DistributedScheduler(FrontierWorker, Scheduler):
         self.acknowledge()
         if self.local:
             return self.local.popleft()
-        if not self.spider_ready() or self.downloader_backlog():
+        if self.reconnect.down or not self.spider_ready() or self.downloader_backlog():
             return None
         request: Request | None = self.guarded(self.queue.pop, None)
         if request is not None:
@@ -230,7 +218,7 @@ class DistributedScheduler(FrontierWorker, Scheduler):
     def __len__(self) -> int:
         if self.fallback is not None:
             return len(self.fallback)
-        return len(self.local) + self.guarded(self.queue.__len__, 0)
+        return len(self.local) + len(self.held) + self.guarded(self.queue.__len__, 0)
 
     # closing ------------------------------------------------------------------
 

@@ -5,8 +5,12 @@
 with the other workers of a frontier:
 
 * **Outages.** Every Redis call goes through :meth:`FrontierWorker.guarded`:
-  while Redis is down the worker answers a default and goes on with its local
-  requests, trying Redis again after ``SKILLGRAPH_REDIS_RETRY_SECONDS``.
+  the first that fails starts an outage (:mod:`skillgraph.distributed.reconnect`),
+  during which no call is made: requests in flight finish, the new ones are held
+  (:mod:`skillgraph.distributed.held`), acknowledgements wait, an idle worker
+  stays open. When Redis answers again :meth:`FrontierWorker.resume` rejoins
+  the frontier; reaping waits a grace period meanwhile, so workers that are
+  alive but not reconnected yet keep their requests.
 * **Acknowledgements.** A popped request stays in flight under this worker
   until the engine is done with it (callback and item pipelines included).
 * **Heartbeats.** Every ``SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT / 3`` seconds;
@@ -23,20 +27,29 @@ with the other workers of a frontier:
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
+import uuid
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import RedisError
+from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
-from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.utils.asyncio import CallLaterResult, call_later, create_looping_call
 
 from skillgraph.compat.scrapy import requests_in_progress, wake_engine
+from skillgraph.distributed.held import HeldRequests
+from skillgraph.distributed.reconnect import OUTAGE, Reconnect
 from skillgraph.signals import build_warning
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+    from scrapy_redis.dupefilter import RFPDupeFilter
 
     from skillgraph.distributed.frontier import Frontier
 
@@ -52,6 +65,7 @@ class FrontierWorker:
     crawler: Crawler
     stats: StatsCollector
     queue: Frontier
+    df: RFPDupeFilter
     persist: bool
     worker: str
     worker_timeout: float
@@ -61,30 +75,83 @@ class FrontierWorker:
     waiting: bool
     wake_call: CallLaterResult | None
     beat: Any
-    retry_seconds: float
-    down_until: float
-    outage_logged: bool
+    reconnect: Reconnect
+    held: HeldRequests
+    local: deque[Request]
+    reap_after: float  # monotonic time before which no worker is reaped (just after an outage)
+
+    def init_worker(self, crawler: Crawler) -> None:
+        """The worker's own state (scrapy-redis builds the scheduler in ``from_settings``, without the crawler)."""
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.worker_timeout = settings.getfloat("SKILLGRAPH_DISTRIBUTED_WORKER_TIMEOUT", 30.0)
+        self.poll_interval = settings.getfloat("SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL", 0.5)
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.local = deque()
+        self.others = set()
+        self.resumed = 0
+        self.waiting = False
+        self.wake_call = None
+        self.beat = create_looping_call(self.heartbeat)
+        self.reconnect = Reconnect(crawler, self.resume)
+        self.held = HeldRequests()
+        self.reap_after = 0.0
 
     def guarded(self, call: Callable[[], _T], default: _T) -> _T:
-        """Run a Redis call; during an outage answer ``default`` and go on with the local queue.
+        """Run a Redis call; on a failure, or during an outage, answer ``default`` without calling Redis.
 
-        The crawl does not stop when Redis does (like the state and the dual
-        write): the worker keeps its new requests locally, finishes what it
-        holds and closes; what it had in flight is requeued by the next worker.
+        The first failure starts the outage: :attr:`reconnect` tries Redis
+        with backoff, and :meth:`resume` runs when it answers.
         """
-        if time.monotonic() < self.down_until:
+        if self.reconnect.down:
             return default
         try:
-            result = call()
+            return call()
         except (RedisError, OSError) as exc:
-            self.down_until = time.monotonic() + self.retry_seconds
             self.stats.inc_value(STAT + "redis_error")
-            if not self.outage_logged:
-                self.outage_logged = True
-                logger.warning("Shared frontier unreachable (%s): this worker goes on with its local requests", exc)
+            self.reconnect.begin(exc)
             return default
-        self.outage_logged = False
-        return result
+
+    def resume(self) -> None:
+        """Redis answers again: rejoin the frontier and settle what the outage left (raises if Redis fails again).
+
+        In this order: the heartbeat first (so no one reaps this worker), a pop
+        whose reply was lost back into the queue, the held requests into the
+        frontier, and only then the acknowledgements of the pages that made
+        them (acknowledged first, a failure in between would lose their links).
+        """
+        self.queue.server.connection_pool.disconnect()  # connections to the old server would each fail once
+        self.others.update(w for w in self.queue.heartbeat() if w != self.worker)
+        self.reap_after = time.monotonic() + self.worker_timeout + self.reconnect.backoff_max
+        orphans = self.queue.requeue_orphans()
+        if orphans:
+            self.stats.inc_value(f"{OUTAGE}orphans_requeued", orphans)
+            logger.info("%d request(s) popped while Redis went down, never received: back in the frontier", orphans)
+        flushed = self.held.flush(self.df, self.queue)
+        for request in flushed.seen:
+            self.crawler.signals.send_catch_log(signals.request_dropped, request=request, spider=self.crawler.spider)
+        self.local.extend(flushed.local)
+        self.stats.inc_value(f"{OUTAGE}held_pushed", flushed.pushed)
+        self.stats.inc_value(f"{OUTAGE}held_filtered", len(flushed.seen))
+        logger.info("Requests held during the outage: %d into the shared frontier, %d already there, %d kept here",
+                    flushed.pushed, len(flushed.seen), len(flushed.local))
+        done = self.finished()
+        if done:
+            self.stats.inc_value(STAT + "acked", self.queue.ack(done))
+
+    def hold(self, request: Request, ask: bool) -> bool:
+        """Keep a new request until Redis is back (``ask``: the dupefilter has not been asked yet)."""
+        self.held.add(request, ask)
+        self.stats.inc_value(f"{OUTAGE}held")
+        return True
+
+    def finished(self) -> list[Request]:
+        """Popped requests the engine has finished with."""
+        if not self.queue.tokens:
+            return []
+        busy = requests_in_progress(self.crawler.engine)
+        return [request for request in self.queue.tokens if request not in busy]
 
     def acknowledge(self) -> None:
         """Acknowledge popped requests the engine has finished with (left its in-progress set).
@@ -95,11 +162,8 @@ class FrontierWorker:
         :func:`skillgraph.compat.scrapy.requests_in_progress`; the downloader's
         public ``active`` set, which ends before the callback, is the fallback).
         """
-        if not self.queue.tokens:
-            return
-        busy = requests_in_progress(self.crawler.engine)
-        done = [request for request in self.queue.tokens if request not in busy]
-        if done:  # on an outage the tokens stay, acknowledged on a later call
+        done = self.finished()
+        if done:  # on an outage the tokens stay, acknowledged by resume
             self.stats.inc_value(STAT + "acked", self.guarded(lambda: self.queue.ack(done), 0))
 
     def heartbeat(self) -> None:
@@ -108,6 +172,8 @@ class FrontierWorker:
         self.reap()
 
     def reap(self) -> None:
+        if time.monotonic() < self.reap_after:  # just back from an outage: the others may not have beaten yet
+            return
         moved, dead = self.guarded(lambda: self.queue.reap(self.worker_timeout), (0, 0))
         if dead:
             self.stats.inc_value(STAT + "reaped_workers", dead)
@@ -116,10 +182,14 @@ class FrontierWorker:
                            dead, self.worker_timeout, moved)
 
     def spider_idle(self) -> None:
-        """Keep an idle worker open while any worker has requests queued or in flight."""
+        """Keep an idle worker open while any worker has requests queued or in flight, or Redis is away."""
         self.acknowledge()
         self.reap()
-        queued, inflight = self.guarded(self.queue.progress, (0, 0))  # unreachable: nothing to wait for
+        progress = self.guarded(self.queue.progress, None)
+        if progress is None:  # unreachable: the frontier is out of sight, not drained
+            self.reconnect.idle()
+            raise DontCloseSpider
+        queued, inflight = progress
         if not queued and not inflight:
             logger.info("Shared frontier drained: worker %s closes", self.worker)
             return
@@ -141,6 +211,7 @@ class FrontierWorker:
         """Leave the frontier: requeue what is unfinished here, clear it if last, mark a shared graph ``partial``."""
         if self.beat.running:
             self.beat.stop()
+        self.reconnect.close()
         if self.wake_call is not None:
             self.wake_call.cancel()
             self.wake_call = None

@@ -10,11 +10,12 @@ escaping it would break identifiers such as ``__init__`` for every reader.
 from __future__ import annotations
 
 import re
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from lxml import etree
 
 from skillgraph.extract.classify import CACHE_LIMIT
+from skillgraph.urls import join
 
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?]|\Z)")  # at the end of a piece too: a link or span may follow
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
@@ -185,7 +186,7 @@ class Linker:
             return _encode(href)
         if self.base and not href.startswith(("http://", "https://", "mailto:")):
             try:
-                href = urljoin(self.base, href)
+                href = join(self.base, href)
             except ValueError:
                 return None
         if self.page and href.startswith(self.page + "#"):

@@ -11,6 +11,12 @@ ledger as unreached, counted in ``truncated.skipped`` and fetched first by the
 next run), ``build_truncated`` is sent and the spider is closed with reason
 ``max_pages``. A site with exactly N pages therefore finishes normally.
 
+In distributed mode the room is the whole fleet's: a page request first takes a
+place in the build's budget in Redis
+(:meth:`skillgraph.distributed.admission.FleetAdmission.hold`: pages admitted plus
+pages in flight on every worker), waiting while places may still free up; it is
+refused like a local one once the fleet admitted the bound.
+
 Probes, robots.txt and the tier ladder's requests for a page already in flight
 pass untouched. Placed at 110: after robots.txt (a forbidden page takes no
 place), before recency (a page carried over unchanged spends the budget too).
@@ -26,6 +32,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
+from skillgraph.distributed.admission import FleetAdmission
 from skillgraph.middlewares.recency import is_page_request, page_url
 from skillgraph.middlewares.strategy import detection_done
 from skillgraph.signals import build_truncated
@@ -54,6 +61,7 @@ class PageBudgetMiddleware:
             raise NotConfigured("SKILLGRAPH_MAX_PAGES is 0: no page bound")
         self.crawler = crawler
         self.build = Build.of(crawler)
+        self.fleet = FleetAdmission.of(crawler)  # None in local mode
         # A page in flight normally settles within one download; past that, let the next one go.
         self.patience = max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 30), 1.0)
 
@@ -65,8 +73,11 @@ class PageBudgetMiddleware:
         if not is_page_request(request) or request.meta.get("skillgraph_tier"):
             return
         await detection_done(self.crawler)  # the bound applies to bounded strategies: known once profiled
-        if await self.build.wait_for_budget(page_url(request), self.patience):
+        held = await self.fleet.hold(page_url(request), self.patience) if self.fleet is not None else None
+        if held is not False and await self.build.wait_for_budget(page_url(request), self.patience):
             return
+        if held and self.fleet is not None:
+            self.fleet.release([page_url(request)])
         self.crawler.stats.inc_value("skillgraph/page_budget/unreached")
         await stop_at_max_pages(self.crawler)
         raise BudgetReached(f"max_pages ({self.build.max_pages}) reached: {request.url} left for the next run")

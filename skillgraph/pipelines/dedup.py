@@ -85,7 +85,7 @@ class ContentDedupPipeline:
 
     async def _process(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
-        sha = sha256_text(adapter["markdown"])
+        sha = adapter.get("sha256") or sha256_text(adapter["markdown"])  # hashed once: the item's own hash
         adapter["sha256"] = sha
         try:
             stored = await self.state.content_hash(adapter["url"])

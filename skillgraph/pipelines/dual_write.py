@@ -13,8 +13,12 @@ queue; store workers need each document once, even across a Redis outage. So:
    document whose hash is already recorded is not pushed again, so a retry
    after a lost reply, or ``scrapy replay``, never duplicates it.
 3. When Redis is unreachable the crawl goes on: the marker stays, a warning is
-   logged once and ``skillgraph/dual_write/pending`` counted; ``scrapy replay``
-   pushes the pending documents later.
+   logged once and ``skillgraph/dual_write/pending`` counted. The documents this
+   crawl left pending are pushed, each once, as soon as Redis answers again:
+   when the distributed scheduler has reconnected (the
+   :data:`~skillgraph.distributed.reconnect.redis_back` signal), when a later
+   document's push succeeds, and at close. What is still pending then (Redis
+   never came back) is for ``scrapy replay``.
 4. When Redis did not answer at start (:func:`skillgraph.distributed.redis_at_start`,
    asked once per crawl at ``spider_opened``, before the first request, with the wait of
    ``SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT``),
@@ -37,9 +41,11 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 
 from skillgraph.distributed import redis_at_start
+from skillgraph.distributed.reconnect import redis_back
 from skillgraph.files import write_atomic
 from skillgraph.items import sha256_text
 from skillgraph.pipelines.dedup import OrderedExit, item_meta
+from skillgraph.pipelines.pending import PendingDocuments
 from skillgraph.state import HASH_PREFIX, QUEUE_KEY, RedisState, StateUnavailableError, get_state
 
 if TYPE_CHECKING:
@@ -123,11 +129,13 @@ class DualWritePipeline:
         self.offline: bool | None = None  # Redis unreachable at start (asked at spider_opened)
         self.order = OrderedExit()
         self.saving: set[str] = set()  # hashes being written or pushed
+        self.pending = PendingDocuments(crawler)  # this crawl's documents an outage left pending
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DualWritePipeline:
         pipeline = cls(crawler)
         crawler.signals.connect(pipeline.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(pipeline.redis_back, signal=redis_back)
         return pipeline
 
     async def spider_opened(self) -> None:
@@ -138,6 +146,32 @@ class DualWritePipeline:
     def open_spider(self) -> None:
         assert self.crawler.spider is not None
         self.store = ItemStore(self.root, self.crawler.spider.name)
+
+    async def close_spider(self) -> None:
+        """A last try for what an outage left pending; what stays is for ``scrapy replay`` (stat, warning)."""
+        if not self.pending or not isinstance(self.state, RedisState):
+            return
+        await self.push_pending()  # one try even if the state marked Redis down a moment ago
+        if self.pending and self.store is not None:
+            self.crawler.stats.set_value("skillgraph/dual_write/pending_left", len(self.pending))
+            logger.warning("%d documents of this crawl stay pending under %s (Redis unreachable at close): run "
+                           "`scrapy replay %s` when it is back", len(self.pending), self.store.pending_dir,
+                           self.crawler.spider.name if self.crawler.spider else "")
+
+    async def redis_back(self) -> None:
+        """The distributed scheduler reached Redis again after an outage: push what the outage left pending."""
+        if isinstance(self.state, RedisState):
+            self.state.down_until = 0.0  # the state (hashes, recency) may use Redis again at once, too
+            self.state.recovered()
+            # idle pooled connections may lead to the server that died: drop them, the next call connects afresh
+            await self.state.redis.connection_pool.disconnect(inuse_connections=False)
+        await self.push_pending()
+
+    async def push_pending(self) -> None:
+        """Push this crawl's pending documents (:class:`~skillgraph.pipelines.pending.PendingDocuments`)."""
+        if self.store is not None and isinstance(self.state, RedisState) and await self.pending.push(
+                self.store, self.state):
+            self.warned = False  # the next outage warns again
 
     async def process_item(self, item: Any) -> Any:
         async with self.order.turn():
@@ -151,7 +185,7 @@ class DualWritePipeline:
             return item
         assert self.store is not None
         doc: dict[str, Any] = {name: adapter.get(name) for name in PUBLIC_FIELDS}
-        doc["sha256"] = sha = sha256_text(doc["markdown"])
+        doc["sha256"] = sha = doc.get("sha256") or sha256_text(doc["markdown"])
         if sha in self.saving:  # the same content under another URL, being saved right now
             stats.inc_value("skillgraph/dual_write/already_saved")
             return item
@@ -204,7 +238,9 @@ class DualWritePipeline:
                 self.state.recovered()
                 self.store.done(doc["sha256"])
                 stats.inc_value("skillgraph/dual_write/pushed" if pushed else "skillgraph/dual_write/already_queued")
+                await self.push_pending()  # Redis answers again: the outage's pending documents go too
                 return
+        self.pending.add(doc["sha256"])
         stats.inc_value("skillgraph/dual_write/pending")
         if not self.warned:
             self.warned = True

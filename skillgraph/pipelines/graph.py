@@ -16,6 +16,11 @@ whether the build replaces the live graph:
   fetched by the others): its share is empty, not failed. Nothing is
   committed or recorded, so it never writes ``failed.json`` beside the good
   graph the leader built; the leader still fails a build that has no pages.
+* a distributed worker of a fleet (``REDIS_URL``, ``SKILLGRAPH_ASSEMBLY_ENABLED``)
+  commits no graph of its own: each page it admits goes to the fleet's build in
+  Redis (:class:`skillgraph.distributed.share.BuildShare`), and the last worker
+  out writes the one graph from every worker's pages
+  (:mod:`skillgraph.pipelines.graph_fleet`, :mod:`skillgraph.distributed.assembly`).
 
 The decision runs on ``spider_closed``, the first point that knows the close
 reason, after every item has gone through the pipelines. What is written, and
@@ -33,10 +38,12 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 
 from skillgraph.build import Build
+from skillgraph.distributed.share import BuildShare
 from skillgraph.graph_folder import GraphFolder
-from skillgraph.graph_sources import failure_json, shrink_guard, sources_json
+from skillgraph.graph_sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
 from skillgraph.items import sha256_text
 from skillgraph.middlewares.strategy import detection_done
+from skillgraph.pipelines.graph_fleet import FleetClose
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 
 if TYPE_CHECKING:
@@ -52,7 +59,7 @@ TRUNCATING_REASONS = {"max_pages": "max_pages", "closespider_pagecount": "max_pa
                       "closespider_timeout": "crawl_timeout", "shutdown": "interrupted"}
 
 
-class GraphWriterPipeline:
+class GraphWriterPipeline(FleetClose):
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.build = Build.of(crawler)
@@ -63,6 +70,7 @@ class GraphWriterPipeline:
         self.files: dict[str, str] = {}  # page URL -> file name
         self.titles: dict[str, str] = {}  # page URL -> title (for llms.txt; not a sources.json field)
         self.folder: GraphFolder | None = None
+        self.share: BuildShare | None = None  # a fleet worker's pages go to the fleet's build, not a graph
         self.finished = False
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.carry_over, signal=page_not_modified)
@@ -82,6 +90,12 @@ class GraphWriterPipeline:
     def open_spider(self) -> None:
         if self.build.name is not None:  # only skillgraph spiders build graphs (``scrapy detect``'s does not)
             self.folder = GraphFolder(self.graphs_dir, self.name)
+            self.share = BuildShare.for_crawler(self.crawler)
+
+    async def close_spider(self) -> None:
+        """Before the scheduler leaves the frontier: the share complete in Redis for whoever is last out."""
+        if self.share is not None and self.share.redis is not None:
+            await self.share.flush(self.build, final=True)
 
     def _scope(self, url: str) -> str:
         return self.build.profile.scope if self.build.profile is not None else url
@@ -113,9 +127,12 @@ class GraphWriterPipeline:
         file_name = self.folder.claim(url, self._scope(url))
         self.files[url] = file_name
         self.titles[url] = str(adapter.get("title") or "")
-        self.pages.append({"url": url, "file": file_name, "sha256": sha, "fetched_at": adapter["fetched_at"],
-                           "tier": adapter["tier"], "quality": adapter.get("quality")})
-        await self.folder.write(file_name, markdown)
+        page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": adapter["fetched_at"],
+                "tier": adapter["tier"], "quality": adapter.get("quality")}
+        self.pages.append(page)
+        await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
+        if self.share is not None and await self.share.joined():
+            await self.share.add_page({**page, "title": self.titles[url], "markdown": markdown})
         self.crawler.stats.inc_value("skillgraph/graph/pages")
         self.crawler.stats.inc_value(f"skillgraph/graph/tier/{adapter['tier']}")
         return item
@@ -132,6 +149,8 @@ class GraphWriterPipeline:
             return False
         file_name = self.folder.claim(url, self._scope(url))
         self.folder.copy(source, file_name)
+        if self.share is not None and self.share.active():
+            self.share.queue_page({**previous, "markdown": source.read_text("utf-8")}, carried=True)
         self.files[url] = file_name
         self.pages.append({**previous, "file": file_name})
         self.crawler.stats.inc_value("skillgraph/graph/carried_over")
@@ -142,7 +161,10 @@ class GraphWriterPipeline:
     # finishing --------------------------------------------------------------
 
     async def spider_closed(self, reason: str) -> None:
-        outcome = self._finish(reason)
+        if self.share is not None and self.folder is not None and not self.finished and await self.share.joined():
+            outcome = await self._hand_over(reason, reason in SUCCESS_REASONS)
+        else:
+            outcome = self._finish(reason)
         if outcome is not None:
             signal = build_committed if outcome == "committed" else build_failed
             await self.crawler.signals.send_catch_log_async(signal, build=self.build)
@@ -153,8 +175,7 @@ class GraphWriterPipeline:
             return None
         self.finished = True
         build = self.build
-        if reason in TRUNCATING_REASONS and build.truncated is None and (build.unreached() or reason == "shutdown"):
-            build.truncated = {"limit": None, "reason": TRUNCATING_REASONS[reason], "skipped": 0}
+        self._mark_truncated(reason)
         if self.pages and reason in SUCCESS_REASONS:
             if build.truncation() is not None:
                 self._carry_unreached()
@@ -179,6 +200,11 @@ class GraphWriterPipeline:
         self._fail(why, reason)
         return "failed"
 
+    def _mark_truncated(self, reason: str) -> None:
+        build = self.build
+        if reason in TRUNCATING_REASONS and build.truncated is None and (build.unreached() or reason == "shutdown"):
+            build.truncated = {"limit": None, "reason": TRUNCATING_REASONS[reason], "skipped": 0}
+
     def _carry_unreached(self) -> None:
         """A truncated build keeps the live pages it did not reach (DESIGN.md): never counted as removed."""
         carried = 0
@@ -197,26 +223,16 @@ class GraphWriterPipeline:
             if not self.build.knows(url):
                 self.build.skip(url, str(entry.get("reason") or "http"), entry.get("status"), entry.get("detail"))
 
-    def _write_llms(self) -> None:
-        """The graph as an llms corpus: ``llms.txt`` (its table of contents) and ``llms-full.txt``."""
-        from skillgraph.graph_llms import write_graph_llms
-
-        assert self.folder is not None
-        profile = self.build.profile
-        summary = f"Documentation of {profile.scope}, built by skillgraph from {profile.source}" if profile else None
-        pages = [{**p, "title": self.titles.get(p["url"], "")} for p in self.pages]
-        write_graph_llms(self.folder.staging, self.name, pages, summary)
-
     def _commit(self) -> None:
         assert self.folder is not None
         order = {url: i for i, url in enumerate(self.build.ledger)}  # learned order: the site's order
         self.pages.sort(key=lambda p: order.get(p["url"], len(order)))
+        old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
+        total = self.folder.finish(self.pages, self.titles, self.build.aliases, old_files,
+                                   llms_summary(scrape_profile(self.build)), self.local_links)
         if self.local_links:
-            old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
-            total = self.folder.link_pages(self.pages, self.build.aliases, old_files)
             self.crawler.stats.set_value("skillgraph/graph/local_links", total)
             logger.info("Graph %s: %d links between its pages point at their files", self.name, total)
-        self._write_llms()
         self.folder.commit(sources_json(self.name, self.build, self.pages))
         self.build.outcome, self.build.graph_path = "committed", str(self.folder.live)
         self.crawler.stats.set_value("skillgraph/graph/committed", 1)

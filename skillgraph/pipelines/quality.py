@@ -10,6 +10,9 @@ What the spider may leave in ``item.meta`` (all optional; the tier ladder fills 
 ``response_status``   the HTTP status of the response the document came from (int)
 ``response_headers``  its headers, ``{name: value}`` (str)
 ``html``              the raw HTML (block signatures read the markup, not only the text)
+``assessment``        the gates' verdict already reached on this very markdown (``Assessment.to_json()``):
+                      the tier ladder assesses every HTML page once, in the page pool, and this gate
+                      applies that verdict instead of assessing the page a second time
 ``tier_warned``       True when the ladder already sent this page's ``best-effort`` warning
 
 It sets ``item.quality`` (the score, 3 decimals) and ``meta["quality_checks"]``
@@ -82,8 +85,14 @@ class QualityGatePipeline:
         status = int(meta.get("response_status") or 200)
         headers = meta.get("response_headers") or None
         html = meta.get("html")
-        assessment = assess(html, markdown=str(adapter.get("markdown") or ""), title=str(adapter.get("title") or ""),
-                            status=status, headers=headers, url=url, threshold=self.threshold)
+        known = meta.pop("assessment", None)
+        if known:
+            assessment = Assessment.from_json(known)
+            self.stats.inc_value(f"{STAT}/reused")
+        else:
+            assessment = assess(html, markdown=str(adapter.get("markdown") or ""),
+                                title=str(adapter.get("title") or ""), status=status, headers=headers, url=url,
+                                threshold=self.threshold)
         adapter["quality"] = round(assessment.score, 3)
         meta["quality_checks"] = assessment.to_json()
         for name in assessment.failed():

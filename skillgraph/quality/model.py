@@ -33,6 +33,12 @@ class Assessment:
         """Names of the checks that failed, in order."""
         return [name for name, check in self.checks.items() if check.status == FAIL]
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Assessment:
+        """The assessment :meth:`to_json` wrote (scores at its 3 decimals)."""
+        checks = {name: Check(c["status"], c["detail"], float(c["score"])) for name, c in data["checks"].items()}
+        return cls(float(data["score"]), bool(data["passed"]), checks, data.get("block"))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "score": round(self.score, 3),

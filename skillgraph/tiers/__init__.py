@@ -1,6 +1,6 @@
 """Per-page tier degradation (``html`` -> ``negotiated`` -> ``render`` -> ``best-effort``).
 
-``TierLadder.of(spider).handle(response, link)`` is what the spider's
+``await TierLadder.of(spider).handle(response, link)`` is what the spider's
 ``html_document`` runs; ``TierErrorMiddleware`` turns a failed tier request
 into a response the ladder can record and move past. docs/rendering.md
 explains the flow, the settings and the stats.

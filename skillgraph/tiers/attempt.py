@@ -27,16 +27,18 @@ class Attempt:
     why: str  #: the reason it failed ("" when it passed)
     status: int
     headers: dict[str, str] = field(default_factory=dict)
-    html: str | None = None  #: the raw page (None for negotiated markdown)
+    html: str | None = None  #: unused: no raw page travels past its response (kept for resumed JOBDIR meta)
     reextracted: str = ""  #: why the extractor gave up its first content element ("" when it did not)
+    #: the quality gates' verdict on this markdown (``Assessment.to_json()``): the pipeline does not assess again
+    assessment: dict[str, Any] | None = None
 
     @classmethod
     def assessed(cls, tier: str, url: str, title: str, markdown: str, assessment: Assessment, status: int,
-                 headers: dict[str, str], html: str | None, veto: str = "") -> Attempt:
+                 headers: dict[str, str], veto: str = "") -> Attempt:
         """An attempt from an assessment; ``veto`` fails a page the gates passed (a CSR shell)."""
         why = veto or ("" if assessment.passed else describe(assessment))
         return cls(tier, url, title, markdown, round(assessment.score, 3), assessment.block,
-                   assessment.passed and not veto, why, status, headers, html)
+                   assessment.passed and not veto, why, status, headers, assessment=assessment.to_json())
 
     @classmethod
     def failed(cls, tier: str, url: str, why: str, status: int = 0) -> Attempt:
@@ -75,6 +77,31 @@ def better(current: Attempt | None, candidate: Attempt) -> Attempt | None:
     if current is None or candidate.score > current.score:
         return candidate
     return current
+
+
+def next_tier_meta(meta: dict[str, Any], tier: str, follows: bool, attempts: list[dict[str, Any]],
+                   best: Attempt | None, code_blocks: int, scripted: bool) -> dict[str, Any]:
+    """The meta of the request for ``tier`` of the page whose response had ``meta`` (serialisable)."""
+    carried = {k: v for k, v in meta.items() if k in ("skillgraph_link", "skillgraph_title", "skillgraph_follow")}
+    if follows:
+        carried["skillgraph_follow"] = True
+    return {
+        **carried,
+        "skillgraph_tier": tier,
+        "skillgraph_attempts": attempts,
+        "skillgraph_best": best.to_meta() if best else None,
+        "skillgraph_code_blocks": code_blocks,
+        "skillgraph_scripted": scripted,
+        # A tier is the same page, not a link deeper: DEPTH_LIMIT must not drop it.
+        "depth_reset": True,
+        "skillgraph_depth": meta.get("skillgraph_depth", meta.get("depth", 0)),
+        "handle_httpstatus_all": True,  # every answer is examined, 404s included
+        # the same URL again, on purpose: not "recently scraped", and never a 304
+        "dont_recency": True,
+        "dont_revalidate": True,
+        # the html tier already had its retries (and Retry-After waits) for this URL
+        "dont_retry": True,
+    }
 
 
 def code_fences_kept(markdown: str, html_code_blocks: int) -> str:

@@ -8,13 +8,18 @@ HTML) that keeps the HTML page's code as fenced blocks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scrapy.http import Response, TextResponse
 
-from skillgraph.extract import extract_response
+from skillgraph.extract.api import Extraction, extract_tree
 from skillgraph.llms import looks_like_html
 from skillgraph.quality import FAIL, assess
 from skillgraph.render import Shell, detect_shell
 from skillgraph.tiers.attempt import Attempt, code_fences_kept
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
 #: A page that passes the gates with this much markdown is no client-side shell.
@@ -26,16 +31,22 @@ def response_headers(response: Response) -> dict[str, str]:
     return {k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()}
 
 
-def page_attempt(tier: str, response: Response, threshold: float) -> tuple[Attempt, Shell, int]:
-    """An HTML page (``html``) or a rendered DOM (``render``): the attempt, the shell verdict, ``<pre>`` count."""
+def page_attempt(tier: str, response: Response, threshold: float, title_hint: str = "",
+                 root: etree._Element | None = None) -> tuple[Attempt, Shell, int]:
+    """An HTML page (``html``) or a rendered DOM (``render``): the attempt, the shell verdict, ``<pre>`` count.
+
+    ``title_hint`` is used when the page has no title of its own (an llms.txt entry's name); ``root`` is the
+    page already parsed (default: Scrapy's selector tree).
+    """
     if not isinstance(response, TextResponse):
         return Attempt.failed(tier, response.url, f"the {tier} response has no text", response.status), NOT_A_SHELL, 0
-    extraction = extract_response(response)
-    title = extraction.title or response.meta.get("skillgraph_title", "")
+    if root is None:
+        root = response.selector.root
+    extraction = extract_tree(root, response.url) if root is not None else Extraction("", "", None)
+    title = extraction.title or title_hint
     headers = response_headers(response)
     assessment = assess(response.text, markdown=extraction.markdown, title=title, status=response.status,
                         headers=headers, url=response.url, threshold=threshold)
-    root = response.selector.root
     if tier != "html" or (assessment.passed and len(extraction.markdown) >= SHELL_CHECK_BELOW):
         shell = NOT_A_SHELL  # rendered, or real content passed the gates: nothing to look for
     else:
@@ -43,9 +54,9 @@ def page_attempt(tier: str, response: Response, threshold: float) -> tuple[Attem
     veto = f"client-side-rendered shell ({shell.reason})" if shell.is_shell else ""
     if not veto and extraction.structure.status == FAIL:  # the self-check failed on every candidate element
         veto = f"structure self-check failed ({extraction.structure.detail})"
-    code_blocks = sum(1 for _ in root.iter("pre"))
+    code_blocks = sum(1 for _ in root.iter("pre")) if root is not None else 0
     attempt = Attempt.assessed(tier, response.url, title, extraction.markdown, assessment, response.status,
-                               headers, response.text, veto)
+                               headers, veto)
     attempt.reextracted = extraction.reextracted or ""
     return attempt, shell, code_blocks
 
@@ -72,5 +83,5 @@ def negotiated_attempt(response: Response, threshold: float, code_blocks: int, t
     assessment = assess(None, markdown=text, title=title, status=response.status, headers=headers,
                         url=response.url, threshold=threshold)
     lost = code_fences_kept(text, code_blocks)
-    return Attempt.assessed("negotiated", response.url, title, text, assessment, response.status, headers, None,
+    return Attempt.assessed("negotiated", response.url, title, text, assessment, response.status, headers,
                             f"code fences lost: {lost}" if lost else "")

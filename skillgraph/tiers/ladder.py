@@ -5,14 +5,11 @@ the first that passes becomes the document, with its ``tier`` and ``quality``.
 Otherwise the same URL is requested again for the next tier (``dont_filter``,
 ``meta["skillgraph_tier"]``), through Scrapy's engine like any fetch:
 
-* ``negotiated``: ``Accept: text/markdown``. Used only when the answer is
-  ``text/markdown`` that keeps the HTML's code as fenced blocks. A host that
-  answers a negotiation with HTML (status 200) is remembered and not asked again.
-* ``render``: the configured browser backend (``skillgraph.render``). A page
-  detected up front as a client-side-rendered shell still tries ``negotiated``
-  first (cheap first: one HTTP request beats a browser, 30x the cost) unless its
-  host already answered a negotiation with HTML; a page without any
-  ``<script>`` is never rendered (the browser would see the same page).
+* ``negotiated``: ``Accept: text/markdown``, used only when the answer is markdown that keeps
+  the HTML's code fenced; a host answering it with HTML (200) is not asked again.
+* ``render``: the configured browser backend (``skillgraph.render``). A client-side
+  shell still tries ``negotiated`` first (one HTTP request beats a browser) unless its
+  host answered a negotiation with HTML; a page without ``<script>`` is never rendered.
 * otherwise the best usable result so far (highest score, not a block page) is
   written as ``best-effort`` with a ``build_warning``; a page blocked at every
   tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
@@ -25,19 +22,23 @@ so requests stay serialisable for JOBDIR and scrapy-redis; state travels in meta
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.http import Response, TextResponse
 
+from skillgraph.build import Build
+from skillgraph.pagework import PagePool, PageResult
 from skillgraph.profiler import utc_now
 from skillgraph.quality import DEFAULT_THRESHOLD
 from skillgraph.render import RenderConfig, Shell, render_meta
 from skillgraph.signals import build_warning
-from skillgraph.tiers.attempt import Attempt, better
-from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt, page_attempt
+from skillgraph.tiers.attempt import Attempt, better, next_tier_meta
+from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt
+from skillgraph.urls import scope_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -56,11 +57,12 @@ class PageSpider(Protocol):
 
     crawler: Crawler
 
-    def html_document(self, response: HtmlResponse, link: str) -> Iterator[Any]: ...
+    def html_document(self, response: HtmlResponse, link: str) -> AsyncIterator[Any]: ...
     def tier_failed(self, failure: Any) -> Iterator[Any]: ...
-    def follow_links(self, response: HtmlResponse) -> Iterator[Request]: ...
+    def follow_links(self, response: Response, links: list[str], outside: list[str]) -> Iterator[Request]: ...
     def markdown_title(self, text: str) -> str: ...
-    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str) -> DocumentItem: ...
+    def document(self, url: str, title: str, markdown: str, tier: str, fetched_at: str,
+                 sha256: str = "") -> DocumentItem: ...
 
 
 class TierLadder:
@@ -85,28 +87,45 @@ class TierLadder:
 
     # one response -------------------------------------------------------------
 
-    def handle(self, response: Response, link: str) -> Iterator[Any]:
+    async def handle(self, response: Response, link: str, follow: bool = False) -> Iterator[Any]:
+        """What one response of the ladder yields: links to follow, the document or the next tier's request.
+
+        HTML and rendered pages are evaluated once, in the page pool (:mod:`skillgraph.pagework`), in the
+        order they arrived; outputs are made as Scrapy takes them (100,000 links: never 100,000 requests).
+        """
         meta = response.meta
         stage = meta.get("skillgraph_tier") or "html"
         if "skillgraph_depth" in meta:  # the page's own depth, for the links of a rendered page
             meta["depth"] = meta["skillgraph_depth"]
         if response.status != 200:
             self.stats.inc_value(f"skillgraph/tiers/status/{response.status}")
-        shell: Shell | None = None
-        code_blocks = int(meta.get("skillgraph_code_blocks", 0))
         if stage == "negotiated":
-            attempt = self.negotiated(response, code_blocks)
-        elif stage == "render":
-            attempt, _, _ = page_attempt("render", response, self.threshold)
-            if meta.get("skillgraph_follow") and isinstance(response, TextResponse) and attempt.usable:
-                yield from self.spider.follow_links(response)  # type: ignore[arg-type]  # links exist only now
-        else:
-            attempt, shell, code_blocks = page_attempt("html", response, self.threshold)
-            if shell.is_shell:
-                self.stats.inc_value("skillgraph/tiers/shell_detected")
+            code_blocks = int(meta.get("skillgraph_code_blocks", 0))
+            return self.settle(response, link, stage, self.negotiated(response, code_blocks), None, code_blocks)
+        follow = follow or bool(stage == "render" and meta.get("skillgraph_follow"))
+        result = await self.evaluate(response, stage, follow)
+        links: Iterable[Any] = ()
+        if follow and (stage == "html" or result.attempt.usable):  # a rendered page's links exist only now
+            links = self.spider.follow_links(response, result.links, result.outside)
+        if result.shell.is_shell:
+            self.stats.inc_value("skillgraph/tiers/shell_detected")
+        shell = result.shell if stage == "html" else None
+        code_blocks = result.code_blocks if stage == "html" else int(meta.get("skillgraph_code_blocks", 0))
+        return chain(links, self.settle(response, link, stage, result.attempt, shell, code_blocks, result.sha256))
+
+    async def evaluate(self, response: Response, stage: str, follow: bool) -> PageResult:
+        build = Build.of(self.crawler)
+        scope = build.profile.scope if build.profile is not None else scope_of(response.url)
+        links = scope if follow and 200 <= response.status < 300 else None
+        return await PagePool.of(self.crawler).evaluate(response, stage, self.threshold, links)
+
+    def settle(self, response: Response, link: str, stage: str, attempt: Attempt, shell: Shell | None,
+               code_blocks: int, sha256: str = "") -> Iterator[Any]:
+        """The document when the tier passed, else the next tier (or the end of the ladder)."""
+        meta = response.meta
         self.stats.inc_value(f"skillgraph/tiers/{stage}/{'passed' if attempt.passed else 'failed'}")
         if attempt.passed:
-            yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())])
+            yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())], sha256=sha256)
             return
         scripted = shell.executable > 0 if shell is not None else bool(meta.get("skillgraph_scripted", True))
         yield from self.move_on(response.request, meta, link, attempt, stage, shell is not None and shell.is_shell,
@@ -179,27 +198,8 @@ class TierLadder:
                     attempts.append(skipped.summary())
                     continue
                 extra, headers = render_meta(self.render), {}
-            carried = {k: v for k, v in meta.items()
-                       if k in ("skillgraph_link", "skillgraph_title", "skillgraph_follow")}
-            if stage == "html" and origin.cb_kwargs.get("follow"):
-                carried["skillgraph_follow"] = True
-            tier_meta = {
-                **carried, **extra,
-                "skillgraph_tier": tier,
-                "skillgraph_attempts": attempts,
-                "skillgraph_best": best.to_meta() if best else None,
-                "skillgraph_code_blocks": code_blocks,
-                "skillgraph_scripted": scripted,
-                # A tier is the same page, not a link deeper: DEPTH_LIMIT must not drop it.
-                "depth_reset": True,
-                "skillgraph_depth": meta.get("skillgraph_depth", meta.get("depth", 0)),
-                "handle_httpstatus_all": True,  # every answer is examined, 404s included
-                # the same URL again, on purpose: not "recently scraped", and never a 304
-                "dont_recency": True,
-                "dont_revalidate": True,
-                # the html tier already had its retries (and Retry-After waits) for this URL
-                "dont_retry": True,
-            }
+            follows = stage == "html" and bool(origin.cb_kwargs.get("follow"))
+            tier_meta = {**next_tier_meta(meta, tier, follows, attempts, best, code_blocks, scripted), **extra}
             self.stats.inc_value(f"skillgraph/tiers/{tier}/requested")
             priority = origin.priority + 10  # finish started pages first
             callback: Any = self.spider.html_document
@@ -233,16 +233,16 @@ class TierLadder:
         self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
 
     def document(self, link: str, attempt: Attempt, tier: str, attempts: list[dict[str, Any]],
-                 warned: bool = False) -> DocumentItem:
+                 warned: bool = False, sha256: str = "") -> DocumentItem:
         if attempt.reextracted:
             self.stats.inc_value("skillgraph/tiers/reextracted")
             self.warn("re-extracted", link, f"structure self-check: {attempt.reextracted}", urlsplit(link).netloc)
-        item = self.spider.document(link, attempt.title, attempt.markdown, tier, utc_now())
+        item = self.spider.document(link, attempt.title, attempt.markdown, tier, utc_now(), sha256=sha256)
         item.quality = attempt.score
         item.meta.update({
             "response_status": attempt.status,
             "response_headers": attempt.headers,
-            "html": attempt.html,
+            "assessment": attempt.assessment,  # assessed once: the quality pipeline reuses it
             "tier_attempts": attempts,
             "tier_warned": warned,
         })

@@ -1,0 +1,106 @@
+"""Run a command and measure it: wall seconds, CPU seconds and peak RSS of its whole process tree.
+
+CPU time is the sum over the process and every descendant of its own user +
+system time, sampled from ``/proc`` ten times a second (a pool's workers are
+children of a fork server the crawl never waits for, so ``wait4`` misses them);
+the larger of that and ``wait4``'s figure is kept. Steadier than wall time on a
+shared machine.
+Peak memory is sampled from ``/proc`` ten times a second as the *sum* of PSS over
+the process and its live descendants (a pool's workers count, shared pages once), next to the kernel's
+``ru_maxrss`` (the largest single process).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Measured:
+    returncode: int
+    wall: float
+    cpu: float  #: user + system seconds of the tree
+    peak_rss_mb: float  #: sampled sum of PSS over the tree
+    max_rss_mb: float  #: the largest single process (kernel)
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size: shared pages split between the processes sharing them (bytes)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    """Own user + system seconds of ``pid`` (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def tree_sample(pid: int, cpu: dict[int, float]) -> int:
+    """PSS of ``pid`` and its live descendants (a browser's shared pages counted once); notes their CPU."""
+    tree, total, todo = _children(), 0, [pid]
+    while todo:
+        current = todo.pop()
+        total += _pss(current)
+        cpu[current] = max(cpu.get(current, 0.0), _cpu(current))
+        todo.extend(tree.get(current, ()))
+    return total
+
+
+def run(cmd: list[str], **popen: Any) -> Measured:
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, **popen)
+    peak = 0
+    cpu: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.1):
+            peak = max(peak, tree_sample(proc.pid, cpu))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    waited = usage.ru_utime + usage.ru_stime
+    return Measured(proc.returncode, wall, max(waited, sum(cpu.values())), peak / 2**20, usage.ru_maxrss / 1024)

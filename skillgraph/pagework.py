@@ -1,0 +1,248 @@
+"""PageWork: the CPU-heavy part of a page, done once, in a pool of processes.
+
+Parsing an HTML page, extracting it, assessing it against the quality gates,
+hashing its markdown and reading its links cost ~20x what fetching it costs.
+On the reactor thread they serialise the crawl onto one core. :func:`evaluate`
+does all of it, once per page, as a pure function of the response's bytes, so
+:class:`PagePool` can run it in worker processes (``SKILLGRAPH_PAGE_WORKERS``,
+default one per core; ``0`` runs it in the reactor thread, the serial path).
+
+What must stay ordered does: :class:`ArrivalOrder` hands results back in the order
+the responses arrived, so the ledger and the writer see what the serial path shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import signal
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+from skillgraph.items import sha256_text
+from skillgraph.urls import in_scope, join, page_key
+
+if TYPE_CHECKING:
+    from lxml import etree
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response, TextResponse
+
+    from skillgraph.render import Shell
+    from skillgraph.tiers.attempt import Attempt
+
+logger = logging.getLogger(__name__)
+
+_POOLS: WeakKeyDictionary[Crawler, PagePool] = WeakKeyDictionary()
+#: Pages evaluated in the crawl process before the pool starts: a one-page ``scrapy scrape`` or a small
+#: site never pays for starting processes; a larger crawl switches to the pool as soon as it is up.
+INLINE_PAGES = 8
+_SKIPPED_SCHEMES = ("#", "mailto:", "javascript:", "tel:", "data:")
+
+
+#: File extensions of links that are never pages (archives, images, sources...).
+NOT_PAGES = frozenset([*IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"])
+
+
+@dataclass
+class PageJob:
+    """One HTML (or rendered) response, as bytes: what a worker process needs to evaluate it."""
+
+    tier: str  #: html | render
+    url: str
+    body: bytes
+    encoding: str
+    headers: dict[str, str]
+    status: int
+    title_hint: str  #: the title an llms.txt index gave the page ("" if none)
+    threshold: float
+    links_scope: str | None  #: read the page's links under this scope (None: the page is not followed)
+
+
+@dataclass
+class PageResult:
+    """Everything the crawl needs of a page: the tier's attempt, its shell verdict, hash and links."""
+
+    attempt: Attempt
+    shell: Shell
+    code_blocks: int
+    sha256: str
+    links: list[str] = field(default_factory=list)  #: in-scope page URLs, fragment-free, in page order
+    outside: list[str] = field(default_factory=list)  #: links outside the scope (counted only)
+
+
+def evaluate(job: PageJob) -> PageResult:
+    """Parse, extract, assess, hash and read links of one page: pure, so it runs in any process."""
+    from scrapy.http import HtmlResponse
+
+    from skillgraph.extract.api import parse
+    from skillgraph.tiers.evaluate import page_attempt  # the tier ladder imports this module
+
+    response = HtmlResponse(job.url, status=job.status, headers=job.headers, body=job.body, encoding=job.encoding)
+    root = parse(response.text)  # the fast parser: plain lxml elements, no selector
+    attempt, shell, code_blocks = page_attempt(job.tier, response, job.threshold, job.title_hint, root)
+    result = PageResult(attempt, shell, code_blocks, sha256_text(attempt.markdown))
+    if job.links_scope is not None and attempt.status < 400 and root is not None:
+        result.links, result.outside = read_links(response, root, job.links_scope)
+    return result
+
+
+def read_links(response: TextResponse, root: etree._Element, scope: str) -> tuple[list[str], list[str]]:
+    """The page's links: (in-scope page URLs, out-of-scope URLs), each once, in page order.
+
+    Not ``LinkExtractor``: on API reference pages with hundreds of links it cost
+    five times the HTML parse (canonicalising every URL). Links are read from the
+    tree already parsed, joined, stripped of fragments and filtered by a string
+    prefix; the dupefilter still canonicalises the few that are new.
+    """
+    from scrapy.utils.response import get_base_url
+
+    base = get_base_url(response)
+    inside: dict[str, None] = {}
+    outside: dict[str, None] = {}
+    for href in root.xpath("//a/@href"):
+        href = str(href).strip()
+        if not href or href.startswith(_SKIPPED_SCHEMES):
+            continue
+        url = page_key(join(base, href))
+        if url in inside or url in outside:
+            continue
+        if not url.startswith(scope) and not in_scope(url, scope):
+            outside[url] = None
+            continue
+        last = urlsplit(url).path.rsplit("/", 1)[-1]
+        if "." in last and last.rsplit(".", 1)[1].lower() in NOT_PAGES:
+            continue
+        inside[url] = None
+    return list(inside), list(outside)
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to the crawl, which finishes its pages and then stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class ArrivalOrder:
+    """Results back in the order their pages arrived, whatever order the pool finishes them in."""
+
+    def __init__(self) -> None:
+        self.issued = 0
+        self.released = 0
+        self.done: set[int] = set()
+        self.waiters: dict[int, asyncio.Future[None]] = {}
+
+    def ticket(self) -> int:
+        self.issued += 1
+        return self.issued - 1
+
+    async def turn(self, ticket: int) -> None:
+        """Wait until every earlier ticket was released."""
+        if ticket > self.released:
+            self.waiters[ticket] = asyncio.get_running_loop().create_future()
+            await self.waiters[ticket]
+
+    def release(self, ticket: int) -> None:
+        self.done.add(ticket)
+        while self.released in self.done:
+            self.done.discard(self.released)
+            self.released += 1
+        waiter = self.waiters.pop(self.released, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+class PagePool:
+    """Runs :func:`evaluate` in worker processes (one per core by default), or inline when set to 0."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        workers = crawler.settings.getint("SKILLGRAPH_PAGE_WORKERS", -1)
+        self.workers = (os.cpu_count() or 1) if workers < 0 else workers
+        self.executor: ProcessPoolExecutor | None = None
+        self.starting: asyncio.Future[None] | None = None
+        self.evaluated = 0
+        self.closed = False
+        self.order = ArrivalOrder()
+        from scrapy import signals
+
+        crawler.signals.connect(self.shutdown, signals.engine_stopped)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> PagePool:
+        pool = _POOLS.get(crawler)
+        if pool is None:
+            pool = _POOLS[crawler] = cls(crawler)
+        return pool
+
+    def _start(self) -> None:
+        """Start the worker processes (in a thread: starting them blocks for about a second)."""
+        # forkserver: workers start from a clean process, not a fork of the reactor and its threads
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["skillgraph.tiers", "skillgraph.pagework"])
+        executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_ignore_interrupts)
+        executor.submit(int).result()  # the processes are up
+        if self.closed:
+            executor.shutdown(wait=True)
+            return
+        self.executor = executor
+        logger.info("Page work runs in %d worker processes (SKILLGRAPH_PAGE_WORKERS)", self.workers)
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value("skillgraph/pagework/workers", self.workers)
+
+    def _started(self, starting: asyncio.Future[None]) -> None:
+        if not starting.cancelled() and starting.exception() is not None:
+            logger.warning("The page worker processes did not start (%s): page work stays in the crawl process",
+                           starting.exception())
+            self.workers = 0
+
+    async def evaluate(self, response: Response, tier: str, threshold: float, links_scope: str | None) -> PageResult:
+        """The page's result, handed back in the order the pages arrived."""
+        from scrapy.http import TextResponse
+
+        from skillgraph.tiers.evaluate import response_headers
+
+        if not isinstance(response, TextResponse):
+            from skillgraph.tiers.attempt import Attempt
+            from skillgraph.tiers.evaluate import NOT_A_SHELL
+
+            why = f"the {tier} response has no text"
+            return PageResult(Attempt.failed(tier, response.url, why, response.status), NOT_A_SHELL, 0, "")
+        job = PageJob(tier, response.url, response.body, response.encoding, response_headers(response),
+                      response.status, response.meta.get("skillgraph_title", ""), threshold, links_scope)
+        ticket = self.order.ticket()
+        try:
+            result = await self._run(job)
+            await self.order.turn(ticket)
+            return result
+        finally:
+            self.order.release(ticket)
+
+    async def _run(self, job: PageJob) -> PageResult:
+        self.evaluated += 1
+        if self.workers and self.starting is None and self.evaluated > INLINE_PAGES:
+            self.starting = asyncio.ensure_future(asyncio.to_thread(self._start))
+            self.starting.add_done_callback(self._started)
+        executor = self.executor
+        if executor is not None and self.workers:
+            try:
+                return await asyncio.wrap_future(executor.submit(evaluate, job))
+            except BrokenProcessPool as exc:  # a worker died (killed, out of memory): go on in this process
+                if self.workers:
+                    logger.warning("A page worker process died (%s): page work goes on in the crawl process", exc)
+                    self.workers = 0
+                    if self.crawler.stats is not None:
+                        self.crawler.stats.inc_value("skillgraph/pagework/pool_broken")
+        return evaluate(job)
+
+    def shutdown(self) -> None:
+        self.closed = True
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None

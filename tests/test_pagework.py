@@ -1,0 +1,132 @@
+"""PageWork: each HTML page parsed, extracted, assessed, hashed and its links read once, in a process pool,
+results handed back in the order pages arrived (issue 16)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+from scrapy.http import HtmlResponse
+
+from skillgraph.items import sha256_text
+from skillgraph.pagework import NOT_PAGES, ArrivalOrder, PageJob, evaluate
+from skillgraph.tiers.evaluate import page_attempt
+from skillgraph.urls import join, page_key
+from tests.conftest import PYTHON_DOCS
+from tests.servers import SiteServer
+
+SAMPLE = ["library/json.html", "library/functions.html", "library/stdtypes.html", "tutorial/index.html",
+          "reference/datamodel.html", "library/re.html", "whatsnew/3.11.html", "glossary.html"]
+
+
+def job_for(rel: str, scope: str = "http://docs.test/") -> tuple[PageJob, HtmlResponse]:
+    body = (PYTHON_DOCS / rel).read_bytes()
+    url = "http://docs.test/" + rel
+    response = HtmlResponse(url, body=body, headers={"Content-Type": "text/html"})
+    job = PageJob("html", url, body, response.encoding, {"Content-Type": "text/html"}, 200, "", 0.5, scope)
+    return job, response
+
+
+def test_evaluate_is_the_ladders_verdict_with_hash_and_links_once() -> None:
+    for rel in SAMPLE:
+        job, response = job_for(rel)
+        result = evaluate(job)
+        attempt, shell, code_blocks = page_attempt("html", response, 0.5)  # Scrapy's own tree, in process
+        assert (result.attempt.markdown, result.attempt.title, result.attempt.score, result.attempt.passed) == \
+            (attempt.markdown, attempt.title, attempt.score, attempt.passed), rel
+        assert (result.code_blocks, result.shell.is_shell) == (code_blocks, shell.is_shell), rel
+        assert result.sha256 == sha256_text(attempt.markdown), "hashed in the worker, once"
+        assert result.attempt.html is None and result.attempt.assessment is not None, "no raw page travels on"
+        links: list[str] = []
+        for href in response.selector.root.xpath("//a/@href"):  # the plain way: join every href, drop fragments
+            href = str(href).strip()
+            if href and not href.startswith(("#", "mailto:", "javascript:", "tel:", "data:")):
+                url = page_key(urljoin(response.url, href))
+                if url not in links:
+                    links.append(url)
+        expected = [u for u in links if u.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower() not in NOT_PAGES]
+        assert result.links + result.outside, rel
+        assert [u for u in expected if u in set(result.links)] == result.links, "in the page's order"
+        assert set(result.links) | set(result.outside) == set(expected) | (set(result.outside) & set(links))
+
+
+def test_links_outside_the_scope_are_set_apart() -> None:
+    result = evaluate(job_for("library/json.html", scope="http://docs.test/library/")[0])
+    assert result.links and all(u.startswith("http://docs.test/library/") for u in result.links)
+    assert "http://docs.test/tutorial/index.html" not in result.links
+    assert any(u.startswith("http://docs.test/") and "/library/" not in u for u in result.outside)
+    job, _ = job_for("library/json.html")
+    job.links_scope = None
+    assert evaluate(job).links == [], "a page that is not followed has its links left unread"
+
+
+def test_join_keeps_urljoins_answers() -> None:
+    base = "http://docs.test/library/json.html?x=1#top"
+    for href in ("", "#a", "re.html", "re.html#re.sub", "../index.html#x", "/abs.html", "?q=2", "?q=2#f",
+                 "//other.test/p#f", "https://e.test/a/../b.html#c", "./", "..", "a b.html#x y"):
+        assert join(base, href) == urljoin(base, href), href
+
+
+def test_arrival_order_hands_results_back_in_the_order_pages_arrived() -> None:
+    async def run() -> list[int]:
+        order, seen = ArrivalOrder(), []
+
+        async def page(ticket: int, delay: float, fails: bool) -> None:
+            try:
+                await asyncio.sleep(delay)  # the pool finishes pages in any order
+                if fails:
+                    raise RuntimeError("extraction failed")
+                await order.turn(ticket)
+                seen.append(ticket)
+            except RuntimeError:
+                pass
+            finally:
+                order.release(ticket)
+
+        tickets = [order.ticket() for _ in range(6)]
+        delays = [0.05, 0.0, 0.03, 0.01, 0.0, 0.02]
+        await asyncio.gather(*(page(t, d, t == 2) for t, d in zip(tickets, delays, strict=True)))
+        return seen
+
+    assert asyncio.run(run()) == [0, 1, 3, 4, 5], "a failed page releases its turn"
+
+
+def comparable(sources: dict[str, Any]) -> dict[str, Any]:
+    """sources.json but for times, and for the order responses happened to arrive in (two serial runs differ)."""
+    def key(entry: dict[str, Any]) -> str:
+        return json.dumps(entry, sort_keys=True)
+
+    data = {k: v for k, v in sources.items() if k != "built_at"}
+    data["pages"] = sorted(({k: v for k, v in p.items() if k != "fetched_at"} for p in sources["pages"]), key=key)
+    data["skipped"] = sorted(sources["skipped"], key=key)
+    data["warnings"] = sorted(sources["warnings"], key=key)
+    data["scrape_profile"] = {k: v for k, v in sources["scrape_profile"].items() if not k.endswith("_at")}
+    return data
+
+
+def test_the_parallel_path_writes_the_serial_paths_graph(python_docs: SiteServer, crawl: Any,
+                                                          tmp_path: Path) -> None:
+    url = python_docs.url + "library/index.html"
+    results = {}
+    for workers in (2, 0):
+        run = tmp_path / f"workers-{workers}"
+        results[workers] = crawl("docs", graphs=run / "graphs", url=url, graph="library", settings={
+            "SKILLGRAPH_PAGE_WORKERS": workers, "SKILLGRAPH_RENDER_ENABLED": False,
+            "SKILLGRAPH_ITEMS_DIR": run / "items", "SKILLGRAPH_STATE_PATH": run / "state.sqlite3"})
+        assert results[workers].returncode == 0, results[workers].log[-2000:]
+    parallel, serial = results[2], results[0]
+    assert parallel.stats["skillgraph/pagework/workers"] == 2 and "skillgraph/pagework/workers" not in serial.stats
+    assert parallel.stats.get("skillgraph/pagework/pool_broken", 0) == 0
+    files = [p.name for p in parallel.markdown_files()]
+    assert len(files) >= 300 and files == [p.name for p in serial.markdown_files()]
+    for name in files:
+        assert (parallel.graph / name).read_bytes() == (serial.graph / name).read_bytes(), name
+    assert comparable(parallel.sources) == comparable(serial.sources)
+    assert parallel.stats["skillgraph/quality/reused"] >= parallel.stats["skillgraph/graph/pages"], "assessed once"
+    llms = [sorted((r.graph / "llms.txt").read_text().splitlines()) for r in (parallel, serial)]
+    assert llms[0] == llms[1]
+    items = list((tmp_path / "workers-2" / "items").rglob("*.json"))
+    assert items and all("html" not in json.loads(p.read_text()) for p in items)

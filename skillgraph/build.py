@@ -65,7 +65,7 @@ class Build(UrlLedger):
         self.truncated: dict[str, Any] | None = None
         self.interrupted: int | None = None  # the signal number that stopped the crawl
         self.deadline: float | None = None  # monotonic time no download may outlive (CrawlTimeout)
-        self.outcome: str | None = None  # "committed" | "failed" | "empty-share" (a follower with no page)
+        self.outcome: str | None = None  # "committed" | "failed" | "empty-share" | "handed-over" (fleet workers)
         self.failure: str | None = None
         self.graph_path: str | None = None
         self.admitted: dict[str, str] = {}  # admission: URL -> sha256 and (by_hash) sha256 -> first URL

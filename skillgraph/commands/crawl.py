@@ -91,7 +91,7 @@ class Command(ScrapyCrawlCommand):
             if build.outcome != "committed":
                 _say(f"interrupted: the build of {build.name} was not committed ({build.failure or 'no pages yet'})")
             return 128 + build.interrupted
-        if build.outcome in ("committed", "empty-share"):
+        if build.outcome in ("committed", "empty-share", "handed-over"):
             return 0
         if self.crawler_process is not None and self.crawler_process.bootstrap_failed and build.outcome is None:
             _say(f"the crawl could not start: {_bootstrap_error(crawler)} (the log above has the details)")

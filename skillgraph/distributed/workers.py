@@ -20,8 +20,8 @@ with the other workers of a frontier:
   anything is queued or in flight anywhere, polling every
   ``SKILLGRAPH_DISTRIBUTED_POLL_INTERVAL``.
 * **Leaving.** Unfinished requests go back; the last worker out clears the
-  frontier (unless ``SCHEDULER_PERSIST``); a graph that other workers shared
-  is marked ``partial``.
+  frontier (unless ``SCHEDULER_PERSIST``); with ``SKILLGRAPH_ASSEMBLY_ENABLED``
+  off, a graph that other workers shared is marked ``partial``.
 """
 
 from __future__ import annotations
@@ -225,7 +225,8 @@ class FrontierWorker:
         if cleared:
             self.stats.set_value(STAT + "frontier_cleared", 1)
             logger.info("Last worker out: shared frontier %s cleared", self.queue.keys.requests)
-        if self.others or self.resumed:
+        if (self.others or self.resumed) and not self.crawler.settings.getbool("SKILLGRAPH_ASSEMBLY_ENABLED", True):
+            # with assembly on (the default) the fleet's graph is whole: nothing partial to say
             self.stats.set_value(STAT + "partial_graph", 1)
             why = (f"{len(self.others)} other worker(s) shared this crawl" if self.others
                    else f"this run resumed a shared frontier ({self.resumed} requests queued)")

@@ -95,6 +95,9 @@ def render_text(build: Build, summary: dict[str, Any]) -> str:
         head = [f"graph {name}: committed to {summary['path']}"]
     elif outcome == "empty-share":
         head = [f"graph {name}: this worker's share was empty (no page written, nothing committed)"]
+    elif outcome == "handed-over":
+        head = [f"graph {name}: this worker's pages were handed to the fleet's build; the last worker out "
+                f"(or `scrapy assemble {name}`) commits the graph"]
     else:
         head = [f"graph {name}: not committed", f"  {failure_sentence(build)}"]
     counts: dict[str, int] = dict(summary["skipped"])

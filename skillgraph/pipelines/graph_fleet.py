@@ -93,5 +93,6 @@ class FleetClose:
             build.outcome, build.failure = "failed", result.why
             self.crawler.stats.set_value("skillgraph/graph/failed", result.why)
             return "failed"
-        build.outcome = "empty-share"  # handed over: the last worker out (or scrapy assemble) commits the graph
+        # handed over: the last worker out (or scrapy assemble) commits the graph
+        build.outcome = "handed-over" if self.pages else "empty-share"
         return None

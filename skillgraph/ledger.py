@@ -93,6 +93,10 @@ class UrlLedger:
         self.crawler.stats.inc_value("skillgraph/build/skipped/out-of-scope")
         return 1
 
+    def outside_links(self) -> set[str]:
+        """The links outside the scope noted so far (a fleet worker hands them to the assembly)."""
+        return set(self._outside)
+
     def unreached(self) -> list[str]:
         """URLs learned but neither written nor skipped, in the order they were learned."""
         return [e.url for e in self.ledger.values() if e.outcome is None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -166,6 +167,7 @@ def test_local_mode_has_no_fleet_limits() -> None:
 
 def test_redis_unreachable_at_start_leaves_every_limit_to_the_worker(tmp_path: Path,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="skillgraph.distributed.limits")
     crawler = get_crawler(Spider, {"REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "SCHEDULER": SCHEDULER,
                                    "SKILLGRAPH_DISTRIBUTED_CONNECT_TIMEOUT": 0,
                                    "SKILLGRAPH_STATE_PATH": str(tmp_path / "state.sqlite3")})
@@ -180,7 +182,8 @@ def test_redis_unreachable_at_start_leaves_every_limit_to_the_worker(tmp_path: P
 
     assert asyncio.run(run()) == Admitted("new"), "the Build's own rule"
     assert not admission.link.active and crawler.stats.get_value(FLEET + "unavailable") == 1
-    assert "Fleet-wide limits are off (Redis unreachable at start)" in caplog.text
+    said = [r for r in caplog.records if "Fleet-wide limits are off (Redis unreachable at start)" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO], "the start-up warning is the one warning"
 
 
 # crawls: two workers on one host --------------------------------------------------------------------------------------

@@ -107,8 +107,9 @@ class FleetLink:
         assert self.crawler.spider is not None and self.crawler.stats is not None
         if await redis_at_start(self.crawler) is not None:
             self.crawler.stats.set_value(STAT + "unavailable", 1)
-            logger.warning("Fleet-wide limits are off (Redis unreachable at start): the page budget, content dedup "
-                           "and per-host politeness of this worker are its own")
+            # info, not a second warning: the start-up look at Redis already said this crawl runs alone
+            logger.info("Fleet-wide limits are off (Redis unreachable at start): the page budget, content dedup "
+                        "and per-host politeness of this worker are its own")
             return
         name = frontier_name(self.crawler.spider)
         frontier = FrontierKeys.for_name(name, self.queue_key, self.dupefilter_key)

@@ -242,6 +242,5 @@ class BuildShare:
 
 
 def outside_links(build: Build) -> set[str]:
-    """The links out of scope the build counted (the ledger keeps them in ``_outside``; empty if it does not)."""
-    links = getattr(build, "_outside", None)
-    return set(links) if isinstance(links, set) else set()
+    """The links out of scope the build counted."""
+    return build.outside_links()

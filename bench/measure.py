@@ -30,6 +30,7 @@ class Measured:
     cpu: float  #: user + system seconds of the tree
     peak_rss_mb: float  #: sampled sum of PSS over the tree
     max_rss_mb: float  #: the largest single process (kernel)
+    main_cpu: float = 0.0  #: user + system seconds of the process itself (the reactor's, for a crawl)
 
 
 def _children() -> dict[int, list[int]]:
@@ -103,4 +104,5 @@ def run(cmd: list[str], **popen: Any) -> Measured:
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     waited = usage.ru_utime + usage.ru_stime
-    return Measured(proc.returncode, wall, max(waited, sum(cpu.values())), peak / 2**20, usage.ru_maxrss / 1024)
+    return Measured(proc.returncode, wall, max(waited, sum(cpu.values())), peak / 2**20, usage.ru_maxrss / 1024,
+                    cpu.get(proc.pid, 0.0))

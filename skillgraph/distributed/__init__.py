@@ -54,6 +54,22 @@ def enabled(settings: BaseSettings) -> bool:
     return bool(settings.get("REDIS_URL")) and settings.getbool("SKILLGRAPH_DISTRIBUTED_ENABLED", True)
 
 
+def on_shared_frontier(crawler: Crawler, switch: str) -> bool:
+    """Distributed mode with skillgraph's own scheduler (its frontier is the build) and the ``switch`` setting on.
+
+    The one test behind shared detection, the fleet-wide limits and the fleet's assembly.
+    """
+    from scrapy.utils.misc import load_object
+
+    from skillgraph.distributed.scheduler import DistributedScheduler
+
+    settings = crawler.settings
+    if not enabled(settings) or not settings.getbool(switch, True):
+        return False
+    scheduler = load_object(settings["SCHEDULER"])
+    return isinstance(scheduler, type) and issubclass(scheduler, DistributedScheduler)
+
+
 def configure(settings: BaseSettings) -> None:
     """Use the shared frontier when distributed mode is on; a no-op otherwise."""
     if not enabled(settings):

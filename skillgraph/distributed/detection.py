@@ -48,9 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy import signals
-from scrapy.utils.misc import load_object
 
-from skillgraph.distributed import enabled, redis_unavailable_at_start
+from skillgraph.distributed import on_shared_frontier, redis_unavailable_at_start
 from skillgraph.distributed.frontier import FrontierKeys
 from skillgraph.profiler import Probe, SiteProfile
 from skillgraph.signals import profile_detected
@@ -81,13 +80,7 @@ return 0
 
 def shared_detection_enabled(crawler: Crawler) -> bool:
     """On in distributed mode, unless switched off; followers rely on the distributed scheduler's idle wait."""
-    from skillgraph.distributed.scheduler import DistributedScheduler
-
-    settings = crawler.settings
-    if not enabled(settings) or not settings.getbool("SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION", True):
-        return False
-    scheduler = load_object(settings["SCHEDULER"])
-    return isinstance(scheduler, type) and issubclass(scheduler, DistributedScheduler)
+    return on_shared_frontier(crawler, "SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION")
 
 
 def profile_from_json(data: dict[str, Any]) -> SiteProfile:

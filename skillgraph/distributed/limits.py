@@ -32,10 +32,9 @@ from weakref import WeakKeyDictionary
 
 from redis.exceptions import RedisError
 from scrapy import signals
-from scrapy.utils.misc import load_object
 from scrapy_redis import defaults as redis_defaults
 
-from skillgraph.distributed import enabled, redis_at_start
+from skillgraph.distributed import on_shared_frontier, redis_at_start
 from skillgraph.distributed.buildkeys import BuildKeys
 from skillgraph.distributed.frontier import FrontierKeys
 from skillgraph.state import connect_redis
@@ -64,13 +63,7 @@ return {1, redis.call('DEL', KEYS[5], KEYS[6])}
 
 def fleet_configured(crawler: Crawler) -> bool:
     """Distributed mode with skillgraph's scheduler (its frontier is the build) and the fleet limits on."""
-    from skillgraph.distributed.scheduler import DistributedScheduler
-
-    settings = crawler.settings
-    if not enabled(settings) or not settings.getbool("SKILLGRAPH_FLEET_ENABLED", True):
-        return False
-    scheduler = load_object(settings["SCHEDULER"])
-    return isinstance(scheduler, type) and issubclass(scheduler, DistributedScheduler)
+    return on_shared_frontier(crawler, "SKILLGRAPH_FLEET_ENABLED")
 
 
 class FleetLink:

@@ -32,7 +32,7 @@ from redis.exceptions import RedisError
 from scrapy import signals
 
 from skillgraph.distributed import assemblykeys as ranks
-from skillgraph.distributed import enabled, redis_at_start, redis_unavailable_at_start
+from skillgraph.distributed import on_shared_frontier, redis_at_start, redis_unavailable_at_start
 from skillgraph.distributed.assemblykeys import FRESH, PUT, AssemblyKeys
 
 if TYPE_CHECKING:
@@ -49,15 +49,7 @@ FLUSH_SECONDS = 1.0  # skips and warnings go to Redis at most this often while c
 
 def assembly_enabled(crawler: Crawler) -> bool:
     """Distributed mode with skillgraph's scheduler and assembly on: the fleet builds one graph."""
-    from scrapy.utils.misc import load_object
-
-    from skillgraph.distributed.scheduler import DistributedScheduler
-
-    settings = crawler.settings
-    if not enabled(settings) or not settings.getbool("SKILLGRAPH_ASSEMBLY_ENABLED", True):
-        return False
-    scheduler = load_object(settings["SCHEDULER"])
-    return isinstance(scheduler, type) and issubclass(scheduler, DistributedScheduler)
+    return on_shared_frontier(crawler, "SKILLGRAPH_ASSEMBLY_ENABLED")
 
 
 class BuildShare:

@@ -206,14 +206,10 @@ class PagePool:
         """The page's result, handed back in the order the pages arrived."""
         from scrapy.http import TextResponse
 
-        from skillgraph.tiers.evaluate import response_headers
+        from skillgraph.tiers.evaluate import page_attempt, response_headers
 
-        if not isinstance(response, TextResponse):
-            from skillgraph.tiers.attempt import Attempt
-            from skillgraph.tiers.evaluate import NOT_A_SHELL
-
-            why = f"the {tier} response has no text"
-            return PageResult(Attempt.failed(tier, response.url, why, response.status), NOT_A_SHELL, 0, "")
+        if not isinstance(response, TextResponse):  # nothing to parse: the ladder's own verdict, here
+            return PageResult(*page_attempt(tier, response, threshold), "")
         job = PageJob(tier, response.url, response.body, response.encoding, response_headers(response),
                       response.status, response.meta.get("skillgraph_title", ""), threshold, links_scope)
         ticket = self.order.ticket()

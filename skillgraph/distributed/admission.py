@@ -11,7 +11,7 @@ same rules run in Lua scripts on the build's keys, so the fleet decides as one B
 * **A place per page in flight** (:meth:`FleetAdmission.hold`, before a page request is
   sent): ``<frontier>:build:budget`` (pages admitted) plus ``<frontier>:build:budget:held``
   (sorted set: page URL -> lease end) must stay under the bound. When they do not, the
-  request waits (polling, a few at a time) while places may still free up, and is refused
+  request waits (polling; the worker takes no more meanwhile) while places may free up, and is refused
   once the fleet admitted the bound. A place is freed when the page settles in this
   worker's Build (a document admitted, a skip, an error: ``Build.on_settle``), at close,
   or — its worker died — when its lease (twice ``DOWNLOAD_TIMEOUT``) ends.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 from weakref import WeakKeyDictionary
@@ -39,6 +40,8 @@ from weakref import WeakKeyDictionary
 from scrapy import signals
 
 from skillgraph.build import Build
+from skillgraph.compat.scrapy import wake_engine
+from skillgraph.distributed.backlog import BUDGET_PATIENCE
 from skillgraph.distributed.limits import FleetLink, fleet_link
 from skillgraph.urls import page_key
 
@@ -107,6 +110,7 @@ class FleetAdmission:
         self.lease = 2 * max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 30), 1.0)
         self.held: set[str] = set()  # page keys holding a place in the fleet's budget
         self.waiting = 0  # page requests waiting for a place
+        self.waits: list[float] = []  # when each of them started waiting (time.monotonic)
         self.max_waiting = max(crawler.settings.getint("CONCURRENT_REQUESTS", 16) // 2, 1)
         self.releasing: set[asyncio.Future[int | None]] = set()
         self.build.on_settle = self.settled
@@ -123,24 +127,34 @@ class FleetAdmission:
             found = _ADMISSIONS[crawler] = cls(crawler, link)
         return found
 
+    @classmethod
+    def existing(cls, crawler: Crawler) -> FleetAdmission | None:
+        """The crawler's fleet admission if a component made one (the scheduler's backlog must not create it)."""
+        return _ADMISSIONS.get(crawler)
+
+    def long_waits(self, seconds: float) -> int:
+        """Page requests that have waited for a place more than ``seconds`` (:mod:`~skillgraph.distributed.backlog`)."""
+        now = time.monotonic()
+        return sum(now - since > seconds for since in self.waits)
+
     # a place per page in flight --------------------------------------------------------------------------
 
     async def hold(self, url: str, patience: float) -> bool | None:
         """A place in the fleet's budget for this page: True, False once the fleet admitted the bound.
 
         None: the Build decides alone (not bounded, Redis down, or no place freed within ``patience``).
-        While places are held by pages in flight (here or elsewhere) the request waits for one, but at
-        most half of ``CONCURRENT_REQUESTS`` wait at a time: a waiting request occupies one of the
-        engine's ``CONCURRENT_REQUESTS``, and once waiters filled them the tier ladder's requests that
-        would settle this worker's own pages could not go out (a 30 s stall, measured). The others go on
-        under the local rule: the fleet may then fetch a few pages past the bound, refused at admission
-        and left unreached (12-18 of 100 in tests/test_fleet_limits.py's crawl, 22 without places).
+        While places are held by pages in flight (here or elsewhere) the request waits for one. A waiter
+        holds the worker back from the frontier (:mod:`~skillgraph.distributed.backlog`) for 1 s, then
+        no longer: a tier-ladder request there may be what frees a place. At most half of
+        ``CONCURRENT_REQUESTS`` wait at a time (waiters filling the engine stalled a crawl 30 s); the
+        others go on under the local rule, and may be fetched past the bound and refused at admission
+        (15-19 of 100 in tests/test_fleet_limits.py's crawl before waiters held the worker back, 0 since).
         """
         build, keys = self.build, self.link.keys
         if not build.bounded or keys is None:
             return None
         key, loop = page_key(url), asyncio.get_running_loop()
-        deadline, waiting = loop.time() + patience, False
+        deadline, waiting, since, long = loop.time() + patience, False, 0.0, False
         try:
             while True:
                 found = await self.link.call(lambda: self.link.script(
@@ -160,12 +174,19 @@ class FleetAdmission:
                     logger.debug("No place in the fleet's budget (%d held): the local rule decides on %s", held, url)
                     return None
                 if not waiting:
-                    waiting = True
+                    waiting, since = True, time.monotonic()
                     self.waiting += 1
+                    self.waits.append(since)
                     self.link.stat("budget/waits")
+                elif not long and time.monotonic() - since > BUDGET_PATIENCE:
+                    long = True  # the worker may take requests again (a tier request may free a place)
+                    self.link.stat("budget/long_waits")
+                    wake_engine(self.crawler.engine)
                 await asyncio.sleep(POLL_SECONDS)
         finally:
             self.waiting -= waiting
+            if waiting:
+                self.waits.remove(since)
 
     def settled(self, key: str) -> None:
         """The Build settled a page in flight (``Build.on_settle``): free its place for the whole fleet."""

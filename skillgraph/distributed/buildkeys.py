@@ -40,6 +40,14 @@ class BuildKeys:
         """Politeness state of one host (next allowed request time, backoff), shared by every worker."""
         return self.prefix + "slot:" + host
 
+    def leases(self, host: str) -> str:
+        """Sorted set ``lease id -> expiry``: the host's requests in flight across the fleet (its concurrency)."""
+        return self.prefix + "leases:" + host
+
+    def wake(self, host: str) -> str:
+        """List a released lease of the host pushes a token to, for a request waiting for one (``BLPOP``)."""
+        return self.prefix + "wake:" + host
+
     # -- one graph out of the fleet --------------------------------------------------------------
     @property
     def pages(self) -> str:

@@ -15,16 +15,23 @@ reserves each request's send time in Redis, on the host's key
 * **Retry-After.** A 429/503 with ``Retry-After`` seen by one worker sets the host's
   ``hold`` (capped by ``SKILLGRAPH_POLITENESS_MAX_RETRY_AFTER``): no worker sends to
   it before then. The local middleware still holds the retry itself.
-* **Concurrency** is not shared as such: each worker keeps
-  ``CONCURRENT_REQUESTS_PER_DOMAIN``, and holds at most that many reservations per
-  host at a time (so it does not book the host's next minute). Spaced by the shared
-  delay, the fleet has about ``latency / delay`` requests in flight at the host.
+* **Concurrency.** Before its turn, a request takes a lease on the host
+  (:mod:`skillgraph.distributed.hostleases`, one script with the reservation): the
+  fleet, not each worker, has at most ``CONCURRENT_REQUESTS_PER_DOMAIN`` requests in
+  flight at the host (a ``DOWNLOAD_SLOTS`` ``concurrency`` of the host wins, as in
+  Scrapy). The lease is given back when the request leaves the downloader, or when it
+  ends before (an exception, a response from a later middleware, the spider closing);
+  a dead worker's leases expire. Each worker also holds at most that many
+  reservations per host at a time (so it does not book the host's next minute).
 
 After the wait the local slot adds no delay of its own (its last-seen time is
-moved back): the reservation is the request's delay; the slot still bounds
-concurrency. A worker whose reactor was busy when its turn came (it woke more
-than half a delay late) takes a new turn rather than go out on top of the next
-worker's (``skillgraph/fleet/politeness/late``). Keys expire after ``SKILLGRAPH_FLEET_TTL``, refreshed on every request.
+moved back): the reservation is the request's delay, the lease its place among the
+host's requests in flight (Scrapy 2.19's slot does not bound them without a delay:
+under the asyncio reactor it starts every request queued in it at once). A worker
+whose reactor was busy when its turn came (it woke more than half a delay late)
+takes a new turn rather than go out on top of the next worker's
+(``skillgraph/fleet/politeness/late``). Keys expire after ``SKILLGRAPH_FLEET_TTL``,
+refreshed on every request.
 Redis unreachable: the request goes on under this worker's own slot alone
 (:mod:`skillgraph.distributed.limits` warns once). Placed at 945: after retries,
 redirects and the proxy, just before the SSRF guard; responses reach it first.
@@ -40,6 +47,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from skillgraph.compat.scrapy import per_slot_settings, set_slot_last_seen, slot_delay, slot_of
+from skillgraph.distributed.hostleases import HostLeases
 from skillgraph.distributed.limits import fleet_link
 from skillgraph.middlewares.politeness import parse_retry_after
 
@@ -51,20 +59,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
-
-#: KEYS: the host's slot. ARGV: delay, ttl seconds. Reserves the next send time; returns the seconds to wait.
-RESERVE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local at = now
-local last = redis.call('HGET', KEYS[1], 'last')
-if last then at = math.max(at, tonumber(last) + tonumber(ARGV[1])) end
-local hold = redis.call('HGET', KEYS[1], 'hold')
-if hold then at = math.max(at, tonumber(hold)) end
-redis.call('HSET', KEYS[1], 'last', string.format('%.6f', at))
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return string.format('%.6f', at - now)
-"""
 
 #: KEYS: the host's slot. ARGV: seconds, ttl seconds. No worker sends to the host for that long.
 HOLD = """
@@ -92,7 +86,9 @@ class FleetPolitenessMiddleware:
         self.crawler = crawler
         self.link = link
         self.download_delay = settings.getfloat("DOWNLOAD_DELAY")
-        self.concurrency = max(settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8), 1)
+        self.concurrency = max(settings.getint("CONCURRENT_REQUESTS_PER_IP")
+                               or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8), 1)
+        self.leases = HostLeases(crawler, link)
         self.max_retry_after = settings.getfloat("SKILLGRAPH_POLITENESS_MAX_RETRY_AFTER", 120.0)
         self.gates: dict[str, asyncio.Semaphore] = {}  # slot key -> this worker's reservations in progress
         self._logged: set[str] = set()
@@ -114,38 +110,44 @@ class FleetPolitenessMiddleware:
             return slot_delay(slot)
         return float(per_slot_settings(downloader).get(key, {}).get("delay", self.download_delay))
 
+    def bound(self, key: str) -> int:
+        """The host's concurrency, as Scrapy gives its slot: ``DOWNLOAD_SLOTS`` ``concurrency``, else the setting."""
+        assert self.crawler.engine is not None
+        found = per_slot_settings(self.crawler.engine.downloader).get(key, {}).get("concurrency")
+        return max(int(found), 1) if found is not None else self.concurrency
+
     async def process_request(self, request: Request) -> None:
         if not self.link.active:
             return
         key = self.slot_key(request)
-        gate = self.gates.setdefault(key, asyncio.Semaphore(self.concurrency))
-        async with gate:
-            for attempt in range(1, LATE_RETRIES + 2):
-                late = await self.reserve_and_wait(key)
-                if late is None:
-                    return  # Redis is down: this worker's own slot spaces the request
-                if late <= self.delay(key) / 2 or self.delay(key) <= 0 or attempt > LATE_RETRIES:
-                    break
-                self.link.stat("politeness/late")  # its turn passed while the reactor was busy: take the next one
-            self.clear_slot_delay(key)
+        gate = self.gates.setdefault(key, asyncio.Semaphore(self.bound(key)))
+        try:
+            async with gate:
+                for attempt in range(1, LATE_RETRIES + 2):
+                    late = await self.reserve_and_wait(request, key)
+                    if late is None:
+                        return  # Redis is down: this worker's own slot spaces the request
+                    if late <= self.delay(key) / 2 or self.delay(key) <= 0 or attempt > LATE_RETRIES:
+                        break
+                    self.link.stat("politeness/late")  # its turn passed while the reactor was busy: take the next one
+                self.clear_slot_delay(key)
+        except BaseException:  # cancelled while waiting: its lease goes back (process_exception sees no cancel)
+            self.leases.release(request)
+            raise
 
-    async def reserve_and_wait(self, key: str) -> float | None:
-        """Reserve the host's next send time fleet-wide and wait for it; how late this worker woke, in seconds."""
-        keys, delay = self.link.keys, self.delay(key)
-        if keys is None:
+    async def reserve_and_wait(self, request: Request, key: str) -> float | None:
+        """A lease on the host and its next send time, fleet-wide, then the wait; how late this worker woke."""
+        turn = await self.leases.take(request, key, self.bound(key), self.delay(key))
+        if turn is None:
             return None
-        loop = asyncio.get_running_loop()
-        asked = loop.time()
-        found = await self.link.call(lambda: self.link.script(RESERVE, [keys.slot(key)], [delay, self.link.ttl]))
-        if found is None:
-            return None
-        wait = float(found.decode() if isinstance(found, bytes) else str(found))
         self.link.stat("politeness/reserved")
+        loop = asyncio.get_running_loop()
+        wait = turn - loop.time()
         if wait > 0:
             self.link.stat("politeness/waited")
             self.link.stat("politeness/wait_ms", round(wait * 1000))
-            await asyncio.sleep(max(asked + wait - loop.time(), 0.0))
-        return loop.time() - (asked + wait)
+            await asyncio.sleep(wait)
+        return loop.time() - turn
 
     def clear_slot_delay(self, key: str) -> None:
         """The reservation was this request's delay: the slot must not add its own (jittered) one on top.
@@ -158,7 +160,12 @@ class FleetPolitenessMiddleware:
         if slot is not None and slot_delay(slot) > 0:
             set_slot_last_seen(slot, time.monotonic() - 2 * slot_delay(slot))
 
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        """A request that failed or was refused after its lease (a later middleware, the download): lease back."""
+        self.leases.release(request)
+
     async def process_response(self, request: Request, response: Response) -> Response:
+        self.leases.release(request)  # usually given back already as the request left the downloader
         if response.status not in _BACK_OFF_CODES or b"Retry-After" not in response.headers:
             return response
         wait = parse_retry_after((response.headers.get(b"Retry-After") or b"").decode("latin-1"))

@@ -12,7 +12,8 @@ subclass adds, and why:
 * **Reliable pop** (:mod:`skillgraph.distributed.frontier`): a popped request is
   in flight under this worker until the engine is done with it.
 * **No hoarding.** A worker takes a request only when its downloader can
-  start it, so idle workers get the rest.
+  start it (nothing waits in a download slot, nor in a downloader middleware:
+  :mod:`skillgraph.distributed.backlog`), so idle workers get the rest.
 * **Detection first.** One worker detects and seeds, the others adopt its
   profile (:mod:`skillgraph.distributed.detection`); shared requests are
   handed to a spider only once its profile is known, since page callbacks
@@ -67,6 +68,7 @@ from scrapy_redis.scheduler import Scheduler
 
 from skillgraph.compat.scrapy import download_slots, slot_backlog
 from skillgraph.distributed import redis_at_start
+from skillgraph.distributed.backlog import StartingRequests
 from skillgraph.distributed.fallback import local_scheduler, open_local_scheduler
 from skillgraph.distributed.frontier import Frontier, FrontierKeys
 from skillgraph.distributed.workers import STAT, FrontierWorker
@@ -115,11 +117,13 @@ class DistributedScheduler(FrontierWorker, Scheduler):
         scheduler.fallback = None
         scheduler.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
         scheduler.warned = False
+        scheduler.starting = StartingRequests(crawler)
         return scheduler
 
     # set in from_crawler (scrapy-redis builds the instance in from_settings), with FrontierWorker's
     debug: bool
     warned: bool
+    starting: StartingRequests  # handed to the engine, not yet in a download slot
     fallback: LocalScheduler | None  # Redis was unreachable at start: a local crawl
 
     def open(self, spider: Spider) -> Deferred[None]:
@@ -183,12 +187,15 @@ class DistributedScheduler(FrontierWorker, Scheduler):
             return self.fallback.next_request()
         self.acknowledge()
         if self.local:
-            return self.local.popleft()
-        if self.reconnect.down or not self.spider_ready() or self.downloader_backlog():
+            request: Request | None = self.local.popleft()
+        elif self.reconnect.down or not self.spider_ready() or self.downloader_backlog():
             return None
-        request: Request | None = self.guarded(self.queue.pop, None)
+        else:
+            request = self.guarded(self.queue.pop, None)
+            if request is not None:
+                self.stats.inc_value("scheduler/dequeued/redis")
         if request is not None:
-            self.stats.inc_value("scheduler/dequeued/redis")
+            self.starting.add(request)
         return request
 
     def spider_ready(self) -> bool:
@@ -200,7 +207,7 @@ class DistributedScheduler(FrontierWorker, Scheduler):
         return getattr(self.spider, "profile", True) is not None
 
     def downloader_backlog(self) -> bool:
-        """True while a popped request waits in a download slot: take no more from the frontier.
+        """True while a popped request waits in a download slot or before it: take no more from the frontier.
 
         Scrapy's engine pulls requests until ``CONCURRENT_REQUESTS`` are in the
         downloader, though a one-site crawl downloads only
@@ -208,7 +215,7 @@ class DistributedScheduler(FrontierWorker, Scheduler):
         worker while other workers sit idle (bench/distributed.py measured it).
         """
         downloader = getattr(self.crawler.engine, "downloader", None)
-        return any(slot_backlog(slot) for slot in download_slots(downloader).values())
+        return any(slot_backlog(slot) for slot in download_slots(downloader).values()) or self.starting.holding_back()
 
     def has_pending_requests(self) -> bool:
         if self.fallback is not None:

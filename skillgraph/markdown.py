@@ -24,7 +24,7 @@ one compiled pattern per construct, a fast path for prose: linear in the input.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -217,12 +217,12 @@ def _blocks(raw: str, line: str, pos: int, depth: int, stack: list[int],
         return Line(TEXT, raw, depth), "", None if start - pos >= 4 else [line[start:]]  # indented: no paragraph
 
 
-def fenced_blocks(source: str | Iterable[str]) -> list[Fenced]:
-    """The fenced code blocks of ``source``, in order, with their line ranges."""
+def fenced_blocks(source: str | Iterable[str], lines: Iterable[Line] | None = None) -> list[Fenced]:
+    """The fenced code blocks of ``source`` (``lines``: its :func:`scan`, when done already), in order."""
     blocks: list[Fenced] = []
     opened: Line | None = None
     start, n = 0, -1
-    for n, line in enumerate(scan(source)):
+    for n, line in enumerate(scan(source) if lines is None else lines):
         if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
             blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
             opened = None
@@ -236,11 +236,11 @@ def fenced_blocks(source: str | Iterable[str]) -> list[Fenced]:
     return blocks
 
 
-def fenced_spans(text: str) -> list[tuple[int, int]]:
-    """The character ranges ``[start, end)`` of ``text``'s fenced blocks (fence lines included)."""
-    lines = split_lines(text)
+def fenced_spans(text: str, scanned: Sequence[Line] | None = None) -> list[tuple[int, int]]:
+    """The character ranges ``[start, end)`` of ``text``'s fenced blocks (``scanned``: its :func:`scan`, if done)."""
+    lines = split_lines(text) if scanned is None else [line.text for line in scanned]
     offsets = [0, *accumulate(len(line) for line in lines)]
-    return [(offsets[b.start], offsets[b.end]) for b in fenced_blocks(lines)]
+    return [(offsets[b.start], offsets[b.end]) for b in fenced_blocks(lines, scanned)]
 
 
 def headings(source: str | Iterable[str]) -> Iterator[Line]:

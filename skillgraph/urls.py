@@ -71,18 +71,53 @@ def _join(base: str, reference: str) -> str:
     return urljoin(base, reference)
 
 
+@lru_cache(maxsize=1024)
+def _directory(base: str) -> str | None:
+    """``base`` cut after the last ``/`` of its path (None unless it is an http(s) URL with a host).
+
+    A reference with a path of its own is joined with the base's scheme, host and
+    directory only (RFC 3986 §5.2.2: the last segment, the query and the fragment
+    of the base are dropped), so every page of a directory shares those joins.
+    """
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path[: parts.path.rfind("/") + 1], "", ""))
+
+
+#: First characters of a reference that is a relative path (no scheme: no ``:`` either).
+_PATH_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-~")
+
+
 def join(base: str, href: str) -> str:
     """``urljoin(base, href)``, fast for the links of docs pages.
 
     A docs page names the same few pages hundreds of times under different
     anchors, and the pages of one directory share their relative links: the
-    join is cached without the fragment, which is appended again.
+    join is cached without the fragment, which is appended again, and a
+    relative path is joined with the base's directory, not the page.
     """
     reference, hash_, fragment = href.partition("#")
     if not reference:
         return base.split("#", 1)[0] + hash_ + fragment if hash_ else base
-    joined = _join(base, reference)
+    directory = _directory(base) if reference[0] in _PATH_START and ":" not in reference else None
+    joined = _join(directory if directory is not None else base, reference)
     return joined + hash_ + fragment if hash_ else joined
+
+
+@lru_cache(maxsize=8192)
+def link_place(url: str, scope: str, not_pages: frozenset[str]) -> str:
+    """Where a fragment-free link goes: ``"outside"`` the scope, to a ``"page"`` under it, or to a ``"file"``.
+
+    A file is a URL whose last path segment has an extension in ``not_pages``.
+    Memoised: a docs site links the same pages from every page.
+    """
+    if not url.startswith(scope) and not in_scope(url, scope):
+        return "outside"
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    if "." in last and last.rsplit(".", 1)[1].lower() in not_pages:
+        return "file"
+    return "page"
 
 
 def page_key(url: str) -> str:

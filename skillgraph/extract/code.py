@@ -3,13 +3,15 @@
 Highlighters wrap every token in a span (Pygments, Prism, Shiki) and some put
 each line in its own element (Docusaurus ends lines with ``<br>``, Expressive
 Code uses one ``<div>`` per line).  The common case, plain span soup, is
-flattened with lxml's C-level ``itertext``; only blocks that contain line
+flattened by libxml2 in one call (:func:`~skillgraph.extract.inline.text_of`); only blocks that contain line
 elements or line numbers take the slower Python walk.
 """
 
 from __future__ import annotations
 
 from lxml import etree
+
+from skillgraph.extract.inline import text_of
 
 _LANG_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-", "mw-highlight-lang-", "brush:")
 _KNOWN_LANGS = frozenset(
@@ -82,7 +84,7 @@ def code_text(pre: etree._Element) -> str:
         _walk(pre, parts)
         text = "".join(parts)
     else:
-        text = "".join(pre.itertext())
+        text = text_of(pre)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.rstrip()

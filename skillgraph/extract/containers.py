@@ -28,7 +28,7 @@ from skillgraph.extract.classify import (
     kind,
 )
 from skillgraph.extract.code import code_block
-from skillgraph.extract.inline import code_span, escape, plain_text
+from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import fenced_blocks
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def deflist(r: Renderer, el: etree._Element, out: Out, api: bool = False) -> Non
 def math(r: Renderer, el: etree._Element, out: Out) -> None:
     """MathML as its TeX annotation when there is one (KaTeX, MathJax), else its text."""
     found = _find_tex(el)
-    tex = (found[0].text or "").strip() if found else " ".join("".join(el.itertext()).split())
+    tex = (found[0].text or "").strip() if found else " ".join(text_of(el).split())
     if not tex:
         return
     if el.get("display") == "block":

@@ -23,6 +23,7 @@ from skillgraph.extract.inline import (
     code_span,
     escape,
     is_permalink_text,
+    text_of,
     wrap,
 )
 
@@ -175,7 +176,7 @@ class Renderer:
             out.inline.append(escape(alt.strip()))
 
     def code(self, el: etree._Element, out: Out) -> None:
-        text = "".join(el.itertext())
+        text = text_of(el)
         if (not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
                 and not "".join(out.inline).strip()):
             out.flush()  # a multi-line <code> standing alone is a code block without its <pre>

@@ -28,6 +28,7 @@ import re
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.inline import text_of
 from skillgraph.extract.shape import HEADINGS
 
 #: Descend into a child holding at least this share of its parent's mass.
@@ -82,7 +83,7 @@ def _is_navbar(el: etree._Element, raw: int, links: int) -> bool:
     """Short, mostly links, naming two of Next/Prev/Up/Home (the caller rules out headings and inner bars)."""
     if el.tag not in _NAVBAR_TAGS or not 0 < raw <= NAVBAR_CHARS or links < NAVBAR_LINK_SHARE * raw:
         return False
-    said = ["".join(el.itertext())]
+    said = [text_of(el)]
     for a in el.iter("a"):  # arrows ("<< >>") say where they go in rel (texinfo) or title (texi2html)
         said.extend((a.get("rel") or "", a.get("title") or ""))
     words = {w.lower().replace("previous", "prev") for w in _NAV_WORD.findall(" ".join(said))}
@@ -91,7 +92,7 @@ def _is_navbar(el: etree._Element, raw: int, links: int) -> bool:
 
 def _leaf(el: etree._Element, tag: str) -> Figures:
     """Figures of a paragraph, heading, code or inline element in one C-level read of its text."""
-    raw = len("".join(el.itertext()).strip())
+    raw = len(text_of(el).strip())
     if tag in HEADINGS:  # a heading linked to the contents (texi2html, docutils) is still a title
         return raw + HEADING_BONUS, raw, 0, 1, False
     if tag == "a" and el.get("href") is not None:  # a link, even a card holding a heading, is link text
@@ -99,7 +100,7 @@ def _leaf(el: etree._Element, tag: str) -> Figures:
     links = 0
     for a in el.iter("a"):
         if a.get("href") is not None:
-            links += len("".join(a.itertext()).strip())
+            links += len(text_of(a).strip())
     return max(0, raw - links), raw, links, 0, False
 
 

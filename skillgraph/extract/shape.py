@@ -13,6 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
 
 HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
@@ -29,7 +30,7 @@ class Counts(NamedTuple):
 def _text(el: etree._Element) -> str:
     if not len(el):  # most code spans and headings: no child, no join
         return (el.text or "").strip()
-    return "".join(el.itertext()).strip()
+    return text_of(el).strip()
 
 
 def _visible(el: etree._Element, scope: etree._Element, memo: dict[etree._Element, bool]) -> bool:
@@ -83,12 +84,19 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
     return Counts(blocks, found, headings)
 
 
-def structure(el: etree._Element, page: Counts | None = None) -> Structure:
+def fence_sources(el: etree._Element) -> int:
+    """Code blocks and multi-line ``<code>`` of ``el``: :attr:`Structure.code_sources`, counted on demand."""
+    own = counts(el)
+    return own.blocks + own.sources
+
+
+def structure(el: etree._Element, page: Counts | None = None, sources: bool = True) -> Structure:
     """Code blocks, fence sources and headings of ``el``; with ``page``, the whole page's counts too.
 
     The page's counts let the check tell a content element that left most of the page's
-    code or headings outside.
+    code or headings outside.  Without ``sources``, no ``<code>`` is read and the fence
+    sources are the code blocks alone (:func:`fence_sources` counts the rest when needed).
     """
-    own = counts(el)
+    own = counts(el, sources)
     page = page or own
     return Structure(own.blocks, own.blocks + own.sources, own.headings, page.blocks, page.headings)

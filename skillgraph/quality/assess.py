@@ -13,6 +13,7 @@ from typing import Any
 from skillgraph.quality.checks import block_check, boilerplate_check, completeness_check
 from skillgraph.quality.model import Assessment
 from skillgraph.quality.page import Page, text_stats
+from skillgraph.quality.structure import markdown_lines
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -63,6 +64,7 @@ def assess(
             title = title or extraction.title
     page = Page(html, markdown, title or "")
     stats = text_stats(markdown)
+    markdown_lines.cache_clear()  # the scan served the self-check and these statistics: not kept past the page
     block, label = block_check(page, stats.text_chars, status, header_lines(headers))
     completeness = completeness_check(stats.text_chars, page.title)
     boilerplate = boilerplate_check(stats)

@@ -72,16 +72,24 @@ class Signature:
     note: str
     decisive: bool = False  # header signatures: counts whatever the content
     vendor: bool = False  # header signatures: names who answered a blocking status
-    branches: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    #: one (required literal prefix, regex or None) per top-level alternative
+    branches: tuple[tuple[str, re.Pattern[str] | None], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # One regex per top-level alternative: a pattern that starts with a literal is
-        # searched with CPython's fast substring search, an alternation is not (10x slower).
-        object.__setattr__(self, "branches", tuple(re.compile(b) for b in split_alternatives(self.pattern)))
+        # One entry per top-level alternative. ``str`` substring search is several times
+        # faster than the regex engine's on a 256 kB page: a branch that is a plain literal
+        # is only searched as a substring, and a branch opening with a literal runs its regex
+        # only on a text that holds the literal (it cannot match elsewhere).
+        branches = []
+        for branch in split_alternatives(self.pattern):
+            prefix, whole = literal_prefix(branch)
+            branches.append((prefix, None if whole else re.compile(branch)))
+        object.__setattr__(self, "branches", tuple(branches))
 
     def search(self, text: str) -> bool:
         """Does the (lower-cased) text match?"""
-        return any(branch.search(text) for branch in self.branches)
+        return any((prefix in text) and (regex is None or regex.search(text) is not None)
+                   for prefix, regex in self.branches)
 
     @property
     def rank(self) -> int:
@@ -111,6 +119,34 @@ def split_alternatives(pattern: str) -> list[str]:
             start = i + 1
         i += 1
     return [*parts, pattern[start:]]
+
+
+_META = frozenset(".^$*+?{}[]|()\\")
+
+
+def literal_prefix(branch: str) -> tuple[str, bool]:
+    """The literal text every match of ``branch`` starts with, and whether that is all of it.
+
+    Leading ``\\b`` (zero-width) is passed over; an escaped punctuation mark is literal;
+    a character followed by a quantifier is not required, so the prefix stops before it.
+    """
+    i = start = 0
+    while branch.startswith("\\b", i):
+        i = start = i + 2
+    chars: list[str] = []
+    while i < len(branch):
+        char = branch[i]
+        if char == "\\" and i + 1 < len(branch) and not branch[i + 1].isalnum():
+            char, step = branch[i + 1], 2
+        elif char in _META:
+            break
+        else:
+            step = 1
+        if branch[i + step:i + step + 1] in ("*", "?", "{", "+"):
+            break
+        chars.append(char)
+        i += step
+    return "".join(chars), i == len(branch) and not start  # a skipped \\b still needs the regex
 
 
 S = Signature

@@ -67,21 +67,16 @@ def _invisible(element: etree._Element) -> bool:
     return not isinstance(element.tag, str) or element.tag in INVISIBLE
 
 
-def _scripts(root: etree._Element) -> int:
-    count = 0
-    for script in root.iter("script"):
-        if script.get("src") or (script.get("type") or "").lower() == "module":
-            count += 1
-    return count
-
-
-def _executable(root: etree._Element) -> int:
-    count = 0
+def _scripts(root: etree._Element) -> tuple[int, int]:
+    """(external or module scripts, scripts a browser would run), in one walk of the document."""
+    bundles = executable = 0
     for script in root.iter("script"):
         kind = (script.get("type") or "").strip().lower()
+        if script.get("src") or (script.get("type") or "").lower() == "module":
+            bundles += 1
         if not kind or kind == "module" or "javascript" in kind or "ecmascript" in kind:
-            count += 1
-    return count
+            executable += 1
+    return bundles, executable
 
 
 #: One pass in C: the first element that is a known mount point.
@@ -101,7 +96,7 @@ def detect_shell(root: etree._Element | None) -> Shell:
     """Classify a parsed page (``response.selector.root``); ``None`` (no document) is not a shell."""
     if root is None:
         return Shell(False, "no document", 0, 0)
-    scripts, executable = _scripts(root), _executable(root)
+    scripts, executable = _scripts(root)
     if not scripts:
         return Shell(False, "no script bundles", -1, 0, executable)
     body = root.find("body")

@@ -6,15 +6,16 @@
    30-link navigation bar. The crawl process's RSS is sampled twice a second
    against the documents written so far; growth per 1,000 pages is the slope
    of the peak RSS from 2,000 pages to the end (start-up and warm-up
-   excluded), and over the second half of the crawl. Every URL of this site
-   is known after ~10% of it is fetched, so the frontier's requests are part
-   of the early growth.
+   excluded), and over the second half of the crawl; ``commit`` is what the
+   peak rose after the last document (the graph's files and ``sources.json``).
+   The frontier (Scrapy's queue peaks at 15-25%) is in the early growth; ``--narrow``
+   links each page to the next 24 instead of ten children: a frontier of a few dozen.
 2. **Frontier**: one index page linking 100,000 pages, ``SKILLGRAPH_MAX_PAGES=50``:
    every link is learned and queued. Measured with Scrapy's memory queue,
    with ``JOBDIR`` (disk queue) and, when ``redis-server`` is installed, with
    the shared Redis frontier (the worker's RSS and Redis's ``used_memory``).
 
-    .venv/bin/python bench/memory.py [--pages 20000] [--frontier 100000] [--json OUT]
+    .venv/bin/python bench/memory.py [--pages 20000] [--narrow] [--frontier 100000] [--json OUT]
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ WORDS = ["parser", "configuration", "request", "response", "scheduler", "middlew
          "option", "argument"]
 
 
-def page(i: int, pages: int, frontier: int) -> bytes:
+def page(i: int, pages: int, frontier: int, narrow: bool = False) -> bytes:
     if i < 0:  # the frontier index: one page naming every page
         links = "".join(f'<li><a href="p/{n}.html">Page {n}</a></li>' for n in range(frontier))
         return (f"<html><head><title>Index</title></head><body><main><h1>Index</h1><ul>{links}</ul></main>"
                 "</body></html>").encode()
-    children = [n for n in range(10 * i + 1, 10 * i + 11) if n < pages]
+    children = [n for n in (range(i + 1, i + 25) if narrow else range(10 * i + 1, 10 * i + 11)) if n < pages]
     nav = "".join(f'<li><a href="{n}.html">Section {n}</a></li>' for n in range(30))
     near = "".join(f'<a href="{n}.html">page {n}</a> ' for n in (i - 1, i + 1) if 0 <= n < pages)
     prose = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(120))
@@ -59,7 +60,7 @@ def page(i: int, pages: int, frontier: int) -> bytes:
             f"<nav><ul>{nav}</ul></nav><main>{body}</main><footer>Synthetic docs</footer></body></html>").encode()
 
 
-def serve(pages: int, frontier: int) -> ThreadingHTTPServer:
+def serve(pages: int, frontier: int, narrow: bool = False) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass
@@ -77,7 +78,7 @@ def serve(pages: int, frontier: int) -> ThreadingHTTPServer:
             if number is None or number >= max(pages, frontier):
                 self.send_error(404)
                 return
-            body = page(number, pages, frontier)
+            body = page(number, pages, frontier, narrow)
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -142,6 +143,20 @@ def growth(samples: list[tuple[int, float]], after: int = 2000) -> float | None:
     return round(1000 * (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0]), 3)
 
 
+def site_figures(run: dict[str, object], pages: int) -> dict[str, object]:
+    """Growth figures of a site crawl (its samples dropped)."""
+    samples: list[tuple[int, float]] = run.pop("samples")  # type: ignore[assignment]
+    last = samples[-1][0] if samples else 0
+    crawling = [r for w, r in samples if w < last]
+    run["growth_mb_per_1000_pages"] = growth(samples)
+    run["growth_second_half_mb_per_1000_pages"] = growth(samples, pages // 2)
+    run["commit_mb"] = round(max(r for _, r in samples) - max(crawling, default=0.0), 1)
+    print(f"{run['site']}: {run['pages']} pages in {run['seconds']}s, peak RSS {run['peak_rss_mb']} MB (tree PSS "
+          f"{run['peak_tree_pss_mb']} MB), growth {run['growth_mb_per_1000_pages']} MB / 1,000 pages (second half "
+          f"{run['growth_second_half_mb_per_1000_pages']}; the commit {run['commit_mb']} MB)", flush=True)
+    return run
+
+
 def redis_frontier(url: str, allow: str, frontier: int) -> dict[str, object] | None:
     if shutil.which("redis-server") is None:
         return None
@@ -188,6 +203,7 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=20000)
     parser.add_argument("--frontier", type=int, default=100000)
     parser.add_argument("--frontier-only", action="store_true", help="skip the site crawl")
+    parser.add_argument("--narrow", action="store_true", help="also crawl the narrow site (a small frontier)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     server = serve(args.pages, args.frontier)
@@ -195,16 +211,18 @@ def main() -> int:
     allow = f"{host}:{port}"
     result: dict[str, object] = {}
     site: dict[str, object] = {"pages": args.pages}
+    limit: dict[str, object] = {"SKILLGRAPH_MAX_PAGES": args.pages}
     if not args.frontier_only:
         with tempfile.TemporaryDirectory() as tmp:
-            site = crawl(f"http://{host}:{port}/docs/p/0.html", Path(tmp), allow, {"SKILLGRAPH_MAX_PAGES": args.pages})
-        samples = site.pop("samples")
-        site["growth_mb_per_1000_pages"] = growth(samples)  # type: ignore[arg-type]
-        site["growth_second_half_mb_per_1000_pages"] = growth(samples, args.pages // 2)  # type: ignore[arg-type]
-        result["site"] = site
-        print(f"site: {site['pages']} pages in {site['seconds']}s, peak RSS {site['peak_rss_mb']} MB (tree PSS "
-              f"{site['peak_tree_pss_mb']} MB), growth {site['growth_mb_per_1000_pages']} MB / 1,000 pages "
-              f"(second half {site['growth_second_half_mb_per_1000_pages']})", flush=True)
+            site = crawl(f"http://{host}:{port}/docs/p/0.html", Path(tmp), allow, limit)
+        result["site"] = site = site_figures({"site": "site", **site}, args.pages)
+    if args.narrow:
+        narrow = serve(args.pages, 0, narrow=True)
+        where = "{}:{}".format(*narrow.server_address[:2])
+        with tempfile.TemporaryDirectory() as tmp:  # depth grows by one every 24 pages: no DEPTH_LIMIT
+            run = crawl(f"http://{where}/docs/p/0.html", Path(tmp), where, {**limit, "DEPTH_LIMIT": 0})
+        narrow.shutdown()
+        result["narrow site"] = site_figures({"site": "narrow site", **run}, args.pages)
     index = f"http://{host}:{port}/docs/index.html"
     for name, settings in (("memory queue", {}), ("JOBDIR", {"JOBDIR": "JOB"})):
         with tempfile.TemporaryDirectory() as tmp:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +38,16 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644, durable: bool
 def write_json_atomic(path: Path, data: Any, **dumps: Any) -> None:
     """``data`` as indented JSON (UTF-8, non-ASCII kept), written with :func:`write_atomic`."""
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, **dumps) + "\n")
+
+
+def write_stream(path: Path, chunks: Iterable[str], mode: int = 0o644) -> None:
+    """:func:`write_atomic` for text given in chunks: never all of it in memory."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.writelines(chunks)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -15,24 +15,29 @@ order of pages and their file names stay deterministic.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import logging
 import os
 import shutil
 import time
-from functools import partial
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from skillgraph.files import write_atomic, write_json_atomic
-from skillgraph.graph_links import LocalLinks, rewrite_links
+from skillgraph.files import write_atomic, write_json_atomic, write_stream
+from skillgraph.graph_links import LocalLinks, rewrite_files
 from skillgraph.graph_llms import write_graph_llms
-from skillgraph.items import sha256_text
 from skillgraph.urls import file_stem_for
 
 logger = logging.getLogger(__name__)
 
 KEEP_BUILDS = 2  # the live build and the one before it
 RESERVED = frozenset({"llms.md", "sources.md", "llms-full.md"})
+#: Fewer pages than this have their links rewritten in the crawl process (a worker round trip costs more).
+PARALLEL_LINKS_MIN = 200
+#: Chunks of pages handed to the workers (a few per worker, so one slow chunk does not hold the rest).
+LINK_CHUNKS = 8
 
 
 class GraphFolder:
@@ -73,39 +78,50 @@ class GraphFolder:
         shutil.copyfile(source, self.staging / file_name)
         os.chmod(self.staging / file_name, 0o644)
 
-    def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str]) -> int:
+    def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str],
+                   executor: Executor | None = None) -> int:
         """Point links between pages at their files (:mod:`skillgraph.graph_links`); returns how many.
 
         Runs once every page is known, so a link to a page written later is
         rewritten too. A file that changes gets its ``sha256`` recomputed:
-        ``sources.json`` hashes the markdown as written.
+        ``sources.json`` hashes the markdown as written. With an ``executor``
+        (the crawl's page worker processes) and enough pages, chunks of pages
+        are rewritten in parallel: ~2 ms a page on the Python docs, a minute
+        of commit for a 20,000-page site on one core.
         """
         links = LocalLinks(((p["url"], p["file"]) for p in pages), aliases, old_files)
+        pairs = [(page["url"], page["file"]) for page in pages]
+        if executor is None or len(pairs) < PARALLEL_LINKS_MIN:
+            changed = rewrite_files(self.staging, pairs, links)
+        else:
+            size = max(PARALLEL_LINKS_MIN // 2, -(-len(pairs) // LINK_CHUNKS))
+            futures = [executor.submit(rewrite_files, self.staging.absolute(), pairs[i:i + size], links)
+                       for i in range(0, len(pairs), size)]
+            changed = [change for future in futures for change in future.result()]
+        by_file = {page["file"]: page for page in pages}
         total = 0
-        for page in pages:
-            path = self.staging / page["file"]
-            text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=page["url"]))
-            if count:
-                write_atomic(path, text)
-                page["sha256"] = sha256_text(text)
-                total += count
+        for file, sha256, count in changed:
+            by_file[file]["sha256"] = sha256
+            total += count
         return total
 
     def finish(self, pages: list[dict[str, Any]], titles: dict[str, str], aliases: dict[str, str],
-               old_files: dict[str, str], summary: str | None, local_links: bool) -> int:
+               old_files: dict[str, str], summary: str | None, local_links: bool,
+               executor: Executor | None = None) -> int:
         """Every page is in: point links between pages at their files, then write ``llms.txt`` and ``llms-full.txt``.
 
         One path for the graph writer and for a fleet's assembly
         (:mod:`skillgraph.distributed.assembly`), so the same pages give the
         same files. Returns how many links were rewritten (0 with local links off).
         """
-        total = self.link_pages(pages, aliases, old_files) if local_links else 0
-        write_graph_llms(self.staging, self.name, [{**p, "title": titles.get(p["url"], "")} for p in pages], summary)
+        total = self.link_pages(pages, aliases, old_files, executor) if local_links else 0
+        write_graph_llms(self.staging, self.name, pages, summary, titles)
         return total
 
     def commit(self, sources: dict[str, Any]) -> None:
-        """Write ``sources.json`` and switch the live symlink to this build."""
-        write_json_atomic(self.staging / "sources.json", sources)
+        """Write ``sources.json`` (streamed: a page list is ~0.3 kB of JSON a page) and switch the live symlink."""
+        encoder = json.JSONEncoder(indent=2, ensure_ascii=False)  # write_json_atomic's format
+        write_stream(self.staging / "sources.json", itertools.chain(encoder.iterencode(sources), ["\n"]))
         link = self.live
         link.parent.mkdir(parents=True, exist_ok=True)
         if link.exists() and not link.is_symlink():
@@ -132,3 +148,4 @@ class GraphFolder:
         if failure is not None:
             self.graphs_dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(self.failed_path, failure)
+

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
 from urllib.parse import urljoin
 
+from skillgraph.files import write_atomic
+from skillgraph.items import sha256_text
 from skillgraph.markdown import IN_FENCE, scan
 from skillgraph.urls import page_key
 
@@ -74,6 +78,23 @@ def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[s
             prose.append(line.text)
     flush()
     return "".join(out), total
+
+
+def rewrite_files(folder: Path, pages: list[tuple[str, str]], links: LocalLinks) -> list[tuple[str, str, int]]:
+    """Rewrite the links of ``pages`` (``(url, file)`` pairs) in their files under ``folder``, in place.
+
+    Returns ``(file, sha256 of the new text, links rewritten)`` for each file
+    that changed. A pure function of its arguments and the files, so a build's
+    commit can hand chunks of its pages to worker processes.
+    """
+    changed = []
+    for url, file in pages:
+        path = folder / file
+        text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=url))
+        if count:
+            write_atomic(path, text)
+            changed.append((file, sha256_text(text), count))
+    return changed
 
 
 class LocalLinks:

@@ -22,13 +22,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from skillgraph.items import sha256_text
-from skillgraph.urls import in_scope, join, page_key
+from skillgraph.urls import join, link_place
 
 if TYPE_CHECKING:
     from lxml import etree
@@ -99,28 +98,26 @@ def read_links(response: TextResponse, root: etree._Element, scope: str) -> tupl
 
     Not ``LinkExtractor``: on API reference pages with hundreds of links it cost
     five times the HTML parse (canonicalising every URL). Links are read from the
-    tree already parsed, joined, stripped of fragments and filtered by a string
-    prefix; the dupefilter still canonicalises the few that are new.
+    tree already parsed, joined, stripped of fragments and placed by a memoised
+    :func:`~skillgraph.urls.link_place`; the dupefilter still canonicalises the few that are new.
     """
     from scrapy.utils.response import get_base_url
 
     base = get_base_url(response)
     inside: dict[str, None] = {}
     outside: dict[str, None] = {}
-    for href in root.xpath("//a/@href"):
-        href = str(href).strip()
+    for anchor in root.iter("a"):  # not XPath "//a/@href": no string object per attribute
+        href = (anchor.get("href") or "").strip()
         if not href or href.startswith(_SKIPPED_SCHEMES):
             continue
-        url = page_key(join(base, href))
+        url = join(base, href.partition("#")[0])  # page_key(join(base, href)), the fragment never joined
         if url in inside or url in outside:
             continue
-        if not url.startswith(scope) and not in_scope(url, scope):
+        place = link_place(url, scope, NOT_PAGES)
+        if place == "outside":
             outside[url] = None
-            continue
-        last = urlsplit(url).path.rsplit("/", 1)[-1]
-        if "." in last and last.rsplit(".", 1)[1].lower() in NOT_PAGES:
-            continue
-        inside[url] = None
+        elif place == "page":
+            inside[url] = None
     return list(inside), list(outside)
 
 
@@ -236,6 +233,10 @@ class PagePool:
                     if self.crawler.stats is not None:
                         self.crawler.stats.inc_value("skillgraph/pagework/pool_broken")
         return evaluate(job)
+
+    def running_executor(self) -> ProcessPoolExecutor | None:
+        """The worker processes if they are up, for other CPU-bound work of the crawl (the commit's links)."""
+        return self.executor if self.workers else None
 
     def shutdown(self) -> None:
         self.closed = True

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from skillgraph.graph_folder import PARALLEL_LINKS_MIN, GraphFolder
 from skillgraph.graph_links import LocalLinks, rewrite_links
 
 SITE = "https://docs.example.com/docs/"
@@ -55,3 +60,32 @@ def test_relative_links_of_markdown_sources_resolve_against_the_page() -> None:
     assert text == ("[a](guide-a.md#x) [up](index.md) [root](https://docs.example.com/other.html) [anchor](#here) "
                     "[mail](mailto:a@b.c) [ftp](ftp://h/f)\n")
     assert count == 3
+
+
+def test_worker_processes_rewrite_a_large_graph_to_the_same_files_and_hashes(tmp_path: Path) -> None:
+    """The commit hands chunks of a large graph to the page workers: same files, same hashes, same count."""
+    graphs: dict[str, tuple[GraphFolder, list[dict[str, str]]]] = {}
+    for way in ("inline", "workers"):
+        folder = GraphFolder(tmp_path / way, "site")
+        pages = []
+        for n in range(PARALLEL_LINKS_MIN + 50):
+            name = folder.claim(f"{SITE}p/{n}.html", SITE)
+            body = (f"# Page {n}\n\nNext: [p]({SITE}p/{n + 1}.html#top), back [p]({SITE}p/{max(n - 1, 0)}.html).\n\n"
+                    f"```\n[code]({SITE}p/{n}.html)\n```\n" if n % 7 else f"# Page {n}\n\nNo links.\n")
+            folder.write_now(name, body)
+            pages.append({"url": f"{SITE}p/{n}.html", "file": name, "sha256": ""})
+        graphs[way] = folder, pages
+    inline_folder, inline_pages = graphs["inline"]
+    worker_folder, worker_pages = graphs["workers"]
+    inline_total = inline_folder.link_pages(inline_pages, {}, {})
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver")) as executor:
+        worker_total = worker_folder.link_pages(worker_pages, {}, {}, executor)
+    assert inline_total == worker_total > 400
+    assert inline_pages == worker_pages  # file names and recomputed sha256 of every changed page
+    assert sum(1 for page in worker_pages if page["sha256"]) == PARALLEL_LINKS_MIN + 50 - 36  # pages with links
+    for page in inline_pages:
+        inline = (inline_folder.staging / page["file"]).read_text()
+        assert inline == (worker_folder.staging / page["file"]).read_text()
+    page_one = (worker_folder.staging / worker_pages[1]["file"]).read_text()
+    assert "Next: [p](p-2.md#top), back [p](p-0.md)." in page_one
+    assert f"[code]({SITE}p/1.html)" in page_one  # fenced code untouched

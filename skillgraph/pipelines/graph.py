@@ -31,6 +31,7 @@ records the outcome there and sends ``build_committed`` or ``build_failed``.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from skillgraph.graph_folder import GraphFolder
 from skillgraph.graph_sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
 from skillgraph.items import sha256_text
 from skillgraph.middlewares.strategy import detection_done
+from skillgraph.pagework import PagePool
 from skillgraph.pipelines.graph_fleet import FleetClose
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 
@@ -127,8 +129,8 @@ class GraphWriterPipeline(FleetClose):
         file_name = self.folder.claim(url, self._scope(url))
         self.files[url] = file_name
         self.titles[url] = str(adapter.get("title") or "")
-        page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": adapter["fetched_at"],
-                "tier": adapter["tier"], "quality": adapter.get("quality")}
+        page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": sys.intern(adapter["fetched_at"]),  # shared
+                "tier": sys.intern(adapter["tier"]), "quality": adapter.get("quality")}
         self.pages.append(page)
         await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
         if self.share is not None and await self.share.joined():
@@ -229,7 +231,8 @@ class GraphWriterPipeline(FleetClose):
         self.pages.sort(key=lambda p: order.get(p["url"], len(order)))
         old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
         total = self.folder.finish(self.pages, self.titles, self.build.aliases, old_files,
-                                   llms_summary(scrape_profile(self.build)), self.local_links)
+                                   llms_summary(scrape_profile(self.build)), self.local_links,
+                                   PagePool.of(self.crawler).running_executor())
         if self.local_links:
             self.crawler.stats.set_value("skillgraph/graph/local_links", total)
             logger.info("Graph %s: %d links between its pages point at their files", self.name, total)

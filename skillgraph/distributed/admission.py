@@ -107,10 +107,8 @@ class FleetAdmission:
         self.crawler = crawler
         self.link = link
         self.build = Build.of(crawler)
-        self.lease = 2 * max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 30), 1.0)
         self.held: set[str] = set()  # page keys holding a place in the fleet's budget
-        self.waiting = 0  # page requests waiting for a place
-        self.waits: list[float] = []  # when each of them started waiting (time.monotonic)
+        self.waits: list[float] = []  # when each page request waiting for a place started (time.monotonic)
         self.max_waiting = max(crawler.settings.getint("CONCURRENT_REQUESTS", 16) // 2, 1)
         self.releasing: set[asyncio.Future[int | None]] = set()
         self.build.on_settle = self.settled
@@ -158,7 +156,7 @@ class FleetAdmission:
         try:
             while True:
                 found = await self.link.call(lambda: self.link.script(
-                    HOLD, [keys.budget, held_key(keys.budget)], [key, build.max_pages, self.lease, self.link.ttl]))
+                    HOLD, [keys.budget, held_key(keys.budget)], [key, build.max_pages, self.link.lease, self.link.ttl]))
                 if found is None:
                     return None
                 ok, spent, held = (int(x) for x in decoded(found))
@@ -169,13 +167,12 @@ class FleetAdmission:
                 if spent >= build.max_pages:
                     self.link.stat("budget/full")
                     return False
-                if loop.time() >= deadline or (not waiting and self.waiting >= self.max_waiting):
+                if loop.time() >= deadline or (not waiting and len(self.waits) >= self.max_waiting):
                     self.link.stat("budget/impatient")
                     logger.debug("No place in the fleet's budget (%d held): the local rule decides on %s", held, url)
                     return None
                 if not waiting:
                     waiting, since = True, time.monotonic()
-                    self.waiting += 1
                     self.waits.append(since)
                     self.link.stat("budget/waits")
                 elif not long and time.monotonic() - since > BUDGET_PATIENCE:
@@ -184,7 +181,6 @@ class FleetAdmission:
                     wake_engine(self.crawler.engine)
                 await asyncio.sleep(POLL_SECONDS)
         finally:
-            self.waiting -= waiting
             if waiting:
                 self.waits.remove(since)
 

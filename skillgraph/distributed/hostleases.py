@@ -91,7 +91,6 @@ class HostLeases:
 
     def __init__(self, crawler: Crawler, link: FleetLink) -> None:
         self.link = link
-        self.lifetime = 2 * max(crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180), 1.0)
         self.prefix = uuid.uuid4().hex[:12]  # lease ids: unique per worker, so a release never frees another's
         self.ids = itertools.count(1)
         self.held: dict[Request, tuple[str, str, int]] = {}  # request -> (host, lease id, bound)
@@ -118,7 +117,7 @@ class HostLeases:
         while True:
             asked = loop.time()
             found = await self.link.call(lambda: self.link.script(
-                ACQUIRE, [keys.slot(host), keys.leases(host)], [delay, self.link.ttl, lease, bound, self.lifetime]))
+                ACQUIRE, [keys.slot(host), keys.leases(host)], [delay, self.link.ttl, lease, bound, self.link.lease]))
             if found is None:
                 return None
             ok, in_flight, wait = (x.decode() if isinstance(x, bytes) else str(x) for x in cast("list[object]", found))

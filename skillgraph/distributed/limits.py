@@ -74,6 +74,8 @@ class FleetLink:
         self.crawler = crawler
         self.url = str(settings["REDIS_URL"])
         self.ttl = max(settings.getint("SKILLGRAPH_FLEET_TTL", 86400), 1)
+        #: how long a place a worker holds (in the page budget, among a host's requests) outlives a dead worker
+        self.lease = 2 * max(settings.getfloat("DOWNLOAD_TIMEOUT"), 1.0)
         self.retry_seconds = settings.getfloat("SKILLGRAPH_REDIS_RETRY_SECONDS", 5.0)
         self.queue_key = str(settings.get("SCHEDULER_QUEUE_KEY") or redis_defaults.SCHEDULER_QUEUE_KEY)
         self.dupefilter_key = str(settings.get("SCHEDULER_DUPEFILTER_KEY") or redis_defaults.SCHEDULER_DUPEFILTER_KEY)

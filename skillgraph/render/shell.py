@@ -71,8 +71,9 @@ def _scripts(root: etree._Element) -> tuple[int, int]:
     """(external or module scripts, scripts a browser would run), in one walk of the document."""
     bundles = executable = 0
     for script in root.iter("script"):
-        kind = (script.get("type") or "").strip().lower()
-        if script.get("src") or (script.get("type") or "").lower() == "module":
+        declared = (script.get("type") or "").lower()
+        kind = declared.strip()
+        if script.get("src") or declared == "module":
             bundles += 1
         if not kind or kind == "module" or "javascript" in kind or "ecmascript" in kind:
             executable += 1

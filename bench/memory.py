@@ -15,7 +15,7 @@
    with ``JOBDIR`` (disk queue) and, when ``redis-server`` is installed, with
    the shared Redis frontier (the worker's RSS and Redis's ``used_memory``).
 
-    .venv/bin/python bench/memory.py [--pages 20000] [--narrow] [--frontier 100000] [--json OUT]
+    .venv/bin/python bench/memory.py [--pages 20000] [--narrow] [--frontier 100000] [--no-frontier] [--json OUT]
 """
 
 from __future__ import annotations
@@ -143,6 +143,16 @@ def growth(samples: list[tuple[int, float]], after: int = 2000) -> float | None:
     return round(1000 * (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0]), 3)
 
 
+def curve(samples: list[tuple[int, float]], step: int) -> dict[int, float]:
+    """Peak RSS so far (MB) when every ``step`` documents had been written: where the growth happens."""
+    points: dict[int, float] = {}
+    peak = 0.0
+    for written, rss in samples:
+        peak = max(peak, rss)
+        points[written // step * step] = round(peak, 1)
+    return points
+
+
 def site_figures(run: dict[str, object], pages: int) -> dict[str, object]:
     """Growth figures of a site crawl (its samples dropped)."""
     samples: list[tuple[int, float]] = run.pop("samples")  # type: ignore[assignment]
@@ -151,9 +161,11 @@ def site_figures(run: dict[str, object], pages: int) -> dict[str, object]:
     run["growth_mb_per_1000_pages"] = growth(samples)
     run["growth_second_half_mb_per_1000_pages"] = growth(samples, pages // 2)
     run["commit_mb"] = round(max(r for _, r in samples) - max(crawling, default=0.0), 1)
+    run["peak_rss_by_pages"] = curve(samples, max(1, pages // 10))
     print(f"{run['site']}: {run['pages']} pages in {run['seconds']}s, peak RSS {run['peak_rss_mb']} MB (tree PSS "
           f"{run['peak_tree_pss_mb']} MB), growth {run['growth_mb_per_1000_pages']} MB / 1,000 pages (second half "
-          f"{run['growth_second_half_mb_per_1000_pages']}; the commit {run['commit_mb']} MB)", flush=True)
+          f"{run['growth_second_half_mb_per_1000_pages']}; the commit {run['commit_mb']} MB)\n  peak RSS by "
+          f"documents written: {run['peak_rss_by_pages']}", flush=True)
     return run
 
 
@@ -204,6 +216,7 @@ def main() -> int:
     parser.add_argument("--frontier", type=int, default=100000)
     parser.add_argument("--frontier-only", action="store_true", help="skip the site crawl")
     parser.add_argument("--narrow", action="store_true", help="also crawl the narrow site (a small frontier)")
+    parser.add_argument("--no-frontier", action="store_true", help="skip the 100,000-URL frontier runs")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     server = serve(args.pages, args.frontier)
@@ -224,7 +237,8 @@ def main() -> int:
         narrow.shutdown()
         result["narrow site"] = site_figures({"site": "narrow site", **run}, args.pages)
     index = f"http://{host}:{port}/docs/index.html"
-    for name, settings in (("memory queue", {}), ("JOBDIR", {"JOBDIR": "JOB"})):
+    frontiers = () if args.no_frontier else (("memory queue", {}), ("JOBDIR", {"JOBDIR": "JOB"}))
+    for name, settings in frontiers:
         with tempfile.TemporaryDirectory() as tmp:
             if "JOBDIR" in settings:
                 settings = {"JOBDIR": Path(tmp) / "job"}
@@ -233,7 +247,7 @@ def main() -> int:
         result[f"frontier {name}"] = run
         print(f"frontier of {args.frontier} URLs, {name}: peak RSS {run['peak_rss_mb']} MB in {run['seconds']}s",
               flush=True)
-    shared = redis_frontier(index, allow, args.frontier)
+    shared = None if args.no_frontier else redis_frontier(index, allow, args.frontier)
     if shared is not None:
         shared.pop("samples")
         result["frontier redis"] = shared

@@ -21,6 +21,8 @@ import logging
 import os
 import shutil
 import time
+from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -91,18 +93,20 @@ class GraphFolder:
         """
         links = LocalLinks(((p["url"], p["file"]) for p in pages), aliases, old_files)
         pairs = [(page["url"], page["file"]) for page in pages]
+        size = max(PARALLEL_LINKS_MIN // 2, -(-len(pairs) // LINK_CHUNKS))
+        chunks = (pairs[i:i + size] for i in range(0, len(pairs), size))
         if executor is None or len(pairs) < PARALLEL_LINKS_MIN:
-            changed = rewrite_files(self.staging, pairs, links)
+            results: Iterable[list[tuple[str, str, int]]] = (rewrite_files(self.staging, chunk, links)
+                                                             for chunk in chunks)
         else:
-            size = max(PARALLEL_LINKS_MIN // 2, -(-len(pairs) // LINK_CHUNKS))
-            futures = [executor.submit(rewrite_files, self.staging.absolute(), pairs[i:i + size], links)
-                       for i in range(0, len(pairs), size)]
-            changed = [change for future in futures for change in future.result()]
+            futures = deque(executor.submit(rewrite_files, self.staging.absolute(), chunk, links) for chunk in chunks)
+            results = (futures.popleft().result() for _ in range(len(futures)))  # each chunk's answer dropped in turn
         by_file = {page["file"]: page for page in pages}
         total = 0
-        for file, sha256, count in changed:
-            by_file[file]["sha256"] = sha256
-            total += count
+        for changed in results:  # a chunk at a time: never a (file, hash, count) for every page at once
+            for file, sha256, count in changed:
+                by_file[file]["sha256"] = sha256
+                total += count
         return total
 
     def finish(self, pages: list[dict[str, Any]], titles: dict[str, str], aliases: dict[str, str],

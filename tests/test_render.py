@@ -74,6 +74,29 @@ def test_csr_pages_are_rendered_in_chromium(crawl, csr_site: SiteServer) -> None
     assert "/docs/static/logo.png" not in csr_site.paths()
 
 
+def test_thin_pages_go_to_the_browser_only_when_scripts_could_fill_them(crawl, csr_site: SiteServer) -> None:
+    # Three thin pages that are no shells (a navigation of 200+ characters), each with a theme script: a hybrid
+    # page whose article is mounted by a script, a short static page and a search page.
+    site = csr_site.url
+    result = crawl("docs", url=site + "docs/hybrid.html", graph="hybrid",
+                   settings={**allow(site), "SKILLGRAPH_RENDER_TIMEOUT": "6", "DEPTH_LIMIT": "1"})
+    assert result.returncode == 0, result.log[-3000:]
+    pages = pages_by_url(result.sources)
+    hybrid, thin, search = (pages[site + "docs/" + name] for name in ("hybrid.html", "thin.html", "search.html"))
+    assert hybrid["tier"] == "render"
+    article = (result.graph / hybrid["file"]).read_text()
+    assert "one priority queue ordered by its next run time" in article and "```python" in article
+    # A browser would show the same: best effort at once, the reason recorded, no browser for them.
+    assert thin["tier"] == search["tier"] == "best-effort"
+    messages = {w["url"]: w["message"] for w in result.sources["warnings"]}
+    assert "render: skipped: nothing in its main region waits for scripts" in messages[site + "docs/thin.html"]
+    assert "render: skipped: a search page: its results need a query" in messages[site + "docs/search.html"]
+    stats = result.stats
+    assert stats["skillgraph/tiers/render/requested"] == 1
+    assert stats["skillgraph/tiers/render/skipped"] == 2
+    assert stats["playwright/page_count"] == 1
+
+
 def test_render_timeout_is_recorded_and_the_page_kept_as_best_effort(crawl) -> None:
     # The bundle arrives after the navigation bound: the render fails, the ladder records why and moves on.
     slow = SiteServer(SITES / "csr_site", rules={"/docs/static/app.js": Rule(delay=3.5)})
@@ -145,3 +168,18 @@ def test_shell_detection() -> None:
     flagged = [p for p in real if detect_shell(parse(p)).is_shell]
     assert flagged == [], "real documentation pages are never shells"
     assert not detect_shell(None).is_shell
+    # Why a thin non-shell page is not rendered ("" when a script could fill it).
+    docs = SITES / "csr_site" / "docs"
+    skips = {name: detect_shell(parse(docs / name), "http://h/docs/" + name).render_skip
+             for name in ("hybrid.html", "thin.html", "search.html", "about.html")}
+    assert skips == {"hybrid.html": "", "thin.html": "nothing in its main region waits for scripts (no empty mount)",
+                     "search.html": "a search page: its results need a query", "about.html": "the page has no scripts"}
+    # The search rule needs the form to query the page itself: with another page's search box, the empty
+    # results box is a mount like any other, and the page goes to the browser.
+    box = parse(docs / "search.html")
+    box.find(".//form").set("action", "search.html")
+    assert detect_shell(box, "http://h/docs/thin.html").render_skip == ""
+    box.find(".//form").set("action", "/docs/search.html?from=nav")
+    assert detect_shell(box, "http://h/docs/search.html").render_skip.startswith("a search page")
+    del box.find(".//form").attrib["action"]  # no action at all: a box scripts handle (rustdoc's), not a query page
+    assert detect_shell(box, "http://h/docs/search.html").render_skip == ""

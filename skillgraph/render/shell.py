@@ -13,6 +13,17 @@ A shell is: an empty app root (``#root``, ``#app``, ``#__next``, ``#__nuxt``,
 with script bundles; or, without a known root, almost no visible text
 (``SHELL_MAX_TEXT`` characters outside scripts, styles, noscript and templates)
 and at least one external or module script.
+
+A page that is no shell but still failed the gates is rendered only when a browser
+could show more (:attr:`Shell.render_skip` says why not otherwise): it has scripts,
+and its main region (``<main>``, ``[role=main]``, ``<article>``, else the body) is
+empty or holds an empty mount (a ``div``/``section`` with an ``id``, an
+``<article>``, a custom element) for scripts to fill — a hybrid page, static
+navigation around a client-rendered article. A thin page whose main region is all
+static content (a short index page of a Sphinx site, its theme's scripts doing
+nothing to it) looks the same in a browser; a search page (a form that queries the
+page itself) shows results only for a query the crawl does not have. Starting a
+browser for either costs seconds of CPU for nothing.
 """
 
 from __future__ import annotations
@@ -37,11 +48,21 @@ class Shell:
     text_chars: int  #: visible characters outside scripts/styles (counted up to 800; -1: not counted)
     scripts: int  #: external or module scripts
     executable: int = 0  #: every script a browser would run, inline ones included
+    render_skip: str = ""  #: why a browser would show nothing more ("" when it might)
 
     @property
     def static(self) -> bool:
         """No script at all: a browser would show the same page, rendering cannot help."""
         return self.executable == 0
+
+    def skip_render(self, blocked: bool) -> str:
+        """Why a failed page is not worth a browser, or '' to render it.
+
+        A block page may be a script challenge: it goes to the browser unless it has no scripts at all.
+        """
+        if self.static:
+            return self.render_skip or "the page has no scripts"
+        return "" if blocked else self.render_skip
 
 
 def _visible_text_len(node: etree._Element, limit: int) -> int:
@@ -93,17 +114,46 @@ def _app_root(root: etree._Element) -> etree._Element | None:
     return found[0] if isinstance(found, list) and found else None
 
 
-def detect_shell(root: etree._Element | None) -> Shell:
+#: The page's own region: a mount point is looked for there (a theme's empty widgets elsewhere are not content).
+_MAIN = etree.XPath("(.//main | .//*[@role='main'] | .//article)[1]")
+#: Elements scripts fill: id'd blocks, articles, custom elements (``<redoc>`` has none: any id'd div around it).
+_MOUNTS = etree.XPath(".//div[@id] | .//section[@id] | .//article | .//main | .//*[contains(local-name(), '-')]")
+#: A GET form with a text box in the main region; when it submits to the page itself, the results come from its query.
+_QUERY_FORMS = etree.XPath(".//form[not(@method) or translate(@method, 'GET', 'get') = 'get']"
+                           "[.//input[not(@type) or @type = 'text' or @type = 'search']]")
+
+
+def render_skip(scope: etree._Element, page_name: str) -> str:
+    """Why rendering this (non-shell, scripted) page would show nothing more, or '' when it might."""
+    found = _MAIN(scope)
+    main = found[0] if isinstance(found, list) and found else scope
+    for form in _QUERY_FORMS(main):  # an explicit action: no action at all is a script's box (rustdoc's)
+        action = form.get("action")
+        target = None if action is None else action.strip().split("?")[0].split("#")[0].rsplit("/", 1)[-1]
+        if target is not None and target in ("", page_name):
+            return "a search page: its results need a query"
+    if _visible_text_len(main, EMPTY_ROOT_TEXT) < EMPTY_ROOT_TEXT:
+        return ""
+    for element in _MOUNTS(main):
+        if isinstance(element, etree._Element) and len(element) <= 1 \
+                and _visible_text_len(element, EMPTY_ROOT_TEXT) < EMPTY_ROOT_TEXT:
+            return ""  # empty, or one "Loading…" child: a mount (a short section has a heading and its text)
+    return "nothing in its main region waits for scripts (no empty mount)"
+
+
+def detect_shell(root: etree._Element | None, url: str = "") -> Shell:
     """Classify a parsed page (``response.selector.root``); ``None`` (no document) is not a shell."""
     if root is None:
         return Shell(False, "no document", 0, 0)
     scripts, executable = _scripts(root)
-    if not scripts:
-        return Shell(False, "no script bundles", -1, 0, executable)
     body = root.find("body")
     if body is None:
         body = root.find(".//body")
     scope = body if body is not None else root
+    page_name = url.split("?")[0].split("#")[0].rsplit("/", 1)[-1]
+    if not scripts:
+        skip = "the page has no scripts" if not executable else render_skip(scope, page_name)
+        return Shell(False, "no script bundles", -1, 0, executable, skip)
     text = _visible_text_len(scope, SHELL_MAX_TEXT * 4)
     app = _app_root(scope)
     if app is not None:
@@ -113,4 +163,4 @@ def detect_shell(root: etree._Element | None) -> Shell:
             return Shell(True, f"empty app root #{label} with {scripts} script bundle(s)", text, scripts, executable)
     if text < SHELL_MAX_TEXT:
         return Shell(True, f"{text} visible characters with {scripts} script bundle(s)", text, scripts, executable)
-    return Shell(False, "has content", text, scripts, executable)
+    return Shell(False, "has content", text, scripts, executable, render_skip(scope, page_name))

@@ -80,7 +80,7 @@ def better(current: Attempt | None, candidate: Attempt) -> Attempt | None:
 
 
 def next_tier_meta(meta: dict[str, Any], tier: str, follows: bool, attempts: list[dict[str, Any]],
-                   best: Attempt | None, code_blocks: int, scripted: bool) -> dict[str, Any]:
+                   best: Attempt | None, code_blocks: int, render_skip: str) -> dict[str, Any]:
     """The meta of the request for ``tier`` of the page whose response had ``meta`` (serialisable)."""
     carried = {k: v for k, v in meta.items() if k in ("skillgraph_link", "skillgraph_title", "skillgraph_follow")}
     if follows:
@@ -91,7 +91,7 @@ def next_tier_meta(meta: dict[str, Any], tier: str, follows: bool, attempts: lis
         "skillgraph_attempts": attempts,
         "skillgraph_best": best.to_meta() if best else None,
         "skillgraph_code_blocks": code_blocks,
-        "skillgraph_scripted": scripted,
+        "skillgraph_render_skip": render_skip,  # why a browser would show nothing more
         # A tier is the same page, not a link deeper: DEPTH_LIMIT must not drop it.
         "depth_reset": True,
         "skillgraph_depth": meta.get("skillgraph_depth", meta.get("depth", 0)),

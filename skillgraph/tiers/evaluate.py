@@ -50,7 +50,7 @@ def page_attempt(tier: str, response: Response, threshold: float, title_hint: st
     if tier != "html" or (assessment.passed and len(extraction.markdown) >= SHELL_CHECK_BELOW):
         shell = NOT_A_SHELL  # rendered, or real content passed the gates: nothing to look for
     else:
-        shell = detect_shell(root)
+        shell = detect_shell(root, response.url)
     veto = f"client-side-rendered shell ({shell.reason})" if shell.is_shell else ""
     if not veto and extraction.structure.status == FAIL:  # the self-check failed on every candidate element
         veto = f"structure self-check failed ({extraction.structure.detail})"

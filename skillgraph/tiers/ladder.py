@@ -9,7 +9,7 @@ Otherwise the same URL is requested again for the next tier (``dont_filter``,
   the HTML's code fenced; a host answering it with HTML (200) is not asked again.
 * ``render``: the configured browser backend (``skillgraph.render``). A client-side
   shell still tries ``negotiated`` first (one HTTP request beats a browser) unless its
-  host answered a negotiation with HTML; a page without ``<script>`` is never rendered.
+  host answered a negotiation with HTML; a page a browser would show the same is not (:meth:`Shell.skip_render`).
 * otherwise the best usable result so far (highest score, not a block page) is
   written as ``best-effort`` with a ``build_warning``; a page blocked at every
   tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
@@ -127,9 +127,9 @@ class TierLadder:
         if attempt.passed:
             yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())], sha256=sha256)
             return
-        scripted = shell.executable > 0 if shell is not None else bool(meta.get("skillgraph_scripted", True))
+        skip = shell.skip_render(bool(attempt.block)) if shell else str(meta.get("skillgraph_render_skip") or "")
         yield from self.move_on(response.request, meta, link, attempt, stage, shell is not None and shell.is_shell,
-                                scripted, code_blocks)
+                                skip, code_blocks)
 
     def failed(self, failure: Any) -> Iterator[Any]:
         """A ladder request that produced no response: recorded as the tier's failure, then moving on."""
@@ -141,15 +141,15 @@ class TierLadder:
         logger.info("Tier %s of %s failed (%s); the ladder moves on", stage, request.url, reason)
         link = str(meta.get("skillgraph_link") or request.cb_kwargs.get("link") or request.url)
         attempt = Attempt.failed(stage, request.url, f"{stage} request failed: {reason}")
-        yield from self.move_on(request, meta, link, attempt, stage, False, bool(meta.get("skillgraph_scripted", True)),
-                                int(meta.get("skillgraph_code_blocks", 0)))
+        skip, code_blocks = str(meta.get("skillgraph_render_skip") or ""), int(meta.get("skillgraph_code_blocks", 0))
+        yield from self.move_on(request, meta, link, attempt, stage, False, skip, code_blocks)
 
     def move_on(self, request: Request | None, meta: dict[str, Any], link: str, attempt: Attempt, stage: str,
-                shell: bool, scripted: bool, code_blocks: int) -> Iterator[Any]:
+                shell: bool, render_skip: str, code_blocks: int) -> Iterator[Any]:
         """The next tier's request, or the end of the ladder (best effort, blocked, no content)."""
         attempts: list[dict[str, Any]] = [*meta.get("skillgraph_attempts", ()), attempt.summary()]
         best = better(Attempt.from_meta(meta.get("skillgraph_best")), attempt)
-        following = self.next_request(request, meta, link, stage, shell, scripted, code_blocks, attempts, best)
+        following = self.next_request(request, meta, link, stage, shell, render_skip, code_blocks, attempts, best)
         if following is not None:
             yield following
         else:
@@ -174,7 +174,7 @@ class TierLadder:
     # moving on -------------------------------------------------------------------
 
     def next_request(self, origin: Request | None, meta: dict[str, Any], link: str, stage: str, shell: bool,
-                     scripted: bool, code_blocks: int, attempts: list[dict[str, Any]],
+                     render_skip: str, code_blocks: int, attempts: list[dict[str, Any]],
                      best: Attempt | None) -> Request | None:
         assert origin is not None
         url = origin.url
@@ -192,14 +192,14 @@ class TierLadder:
             else:
                 if not self.render.enabled:
                     continue
-                if not scripted:  # no <script> at all: a browser would show the very same page
+                if render_skip:  # a browser would show the very same page
                     self.stats.inc_value("skillgraph/tiers/render/skipped")
-                    skipped = Attempt.failed("render", url, "skipped: the page has no scripts")
+                    skipped = Attempt.failed("render", url, f"skipped: {render_skip}")
                     attempts.append(skipped.summary())
                     continue
                 extra, headers = render_meta(self.render), {}
             follows = stage == "html" and bool(origin.cb_kwargs.get("follow"))
-            tier_meta = {**next_tier_meta(meta, tier, follows, attempts, best, code_blocks, scripted), **extra}
+            tier_meta = {**next_tier_meta(meta, tier, follows, attempts, best, code_blocks, render_skip), **extra}
             self.stats.inc_value(f"skillgraph/tiers/{tier}/requested")
             priority = origin.priority + 10  # finish started pages first
             callback: Any = self.spider.html_document

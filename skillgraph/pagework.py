@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from skillgraph.items import sha256_text
+from skillgraph.memtrim import release_after
 from skillgraph.urls import join, link_place
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ def evaluate(job: PageJob) -> PageResult:
     result = PageResult(attempt, shell, code_blocks, sha256_text(attempt.markdown))
     if job.links_scope is not None and attempt.status < 400 and root is not None:
         result.links, result.outside = read_links(response, root, job.links_scope)
+    del root, response
+    release_after(len(job.body))  # a big page's tree: its freed heap back to the system
     return result
 
 

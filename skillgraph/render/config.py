@@ -50,16 +50,20 @@ SPLASH_DOWNLOADER_MIDDLEWARES = {
 }
 SPLASH_SPIDER_MIDDLEWARES = {"skillgraph.render.splash_compat.SplashDeduplicateArgsMiddleware": 100}
 
-#: Runs in the page after navigation: resolves once the visible text has reached
-#: ``minChars`` and stayed unchanged for ``quietMs``, or after ``timeoutMs`` in any
-#: case (never rejects, so a page that never fills is still returned and assessed).
-WAIT_FOR_CONTENT_JS = """async ({minChars, quietMs, timeoutMs}) => {
+#: Runs in the page after navigation: resolves once the visible text has grown by ``minChars`` (from what it
+#: was at the first look: a shell's "Loading…", a hybrid page's static navigation) and stayed unchanged for
+#: ``quietMs``; or, once it holds ``minChars`` at all, has stayed unchanged for ``settleMs`` (a page that
+#: had its text from the start, or gained less); or after ``timeoutMs`` in any case (never rejects, so a
+#: page that never fills is still returned and assessed).
+WAIT_FOR_CONTENT_JS = """async ({minChars, quietMs, settleMs, timeoutMs}) => {
   const start = Date.now();
-  let last = -1, since = start;
+  const visible = () => document.body ? document.body.innerText.trim().length : 0;
+  const base = visible();
+  let last = base, since = start;
   while (Date.now() - start < timeoutMs) {
-    const n = document.body ? document.body.innerText.trim().length : 0;
+    const n = visible();
     if (n !== last) { last = n; since = Date.now(); }
-    else if (n >= minChars && Date.now() - since >= quietMs) return n;
+    else if (n >= minChars && Date.now() - since >= (n - base >= minChars ? quietMs : settleMs)) return n;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return last;
@@ -156,7 +160,7 @@ def render_meta(config: RenderConfig) -> dict[str, Any]:
     from scrapy_playwright.page import PageMethod
 
     # Navigation is bounded by the timeout, the content wait by half of it: 1.5 x per page at most.
-    wait = {"minChars": config.wait_chars, "quietMs": 200, "timeoutMs": int(config.timeout * 500)}
+    wait = {"minChars": config.wait_chars, "quietMs": 200, "settleMs": 1500, "timeoutMs": int(config.timeout * 500)}
     return {
         "playwright": True,
         "playwright_context": "skillgraph-render",

@@ -31,9 +31,10 @@ HEAD_BYTES = 4 * 4096
 class HeadMetaRefreshMiddleware(MetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response,
                          spider: Spider | None = None) -> Request | Response:
-        if isinstance(response, HtmlResponse) and not may_refresh(response.body):
-            return response
-        self.crawler.stats.inc_value("skillgraph/metarefresh/decoded")
+        if isinstance(response, HtmlResponse):
+            if not may_refresh(response.body):
+                return response
+            self.crawler.stats.inc_value("skillgraph/metarefresh/decoded")
         return super().process_response(request, response)
 
 

@@ -68,6 +68,7 @@ class Build(UrlLedger):
         self.outcome: str | None = None  # "committed" | "failed" | "empty-share" | "handed-over" (fleet workers)
         self.failure: str | None = None
         self.graph_path: str | None = None
+        self.failed_path: str | None = None  # where a failed build's reason was recorded (``<name>.failed.json``)
         self.admitted: dict[str, str] = {}  # admission: URL -> sha256 and (by_hash) sha256 -> first URL
         self.by_hash: dict[str, str] = {}
         self.aliases: dict[str, str] = {}  # URL not written -> the URL written with the same content

@@ -10,6 +10,11 @@ the new one, never a mix. A discarded build is removed and
 Page files are written on a worker thread (``asyncio.to_thread``): disk writes
 never stall the reactor. Names are claimed on the reactor thread first, so the
 order of pages and their file names stay deterministic.
+
+Names are untrusted (:mod:`skillgraph.graph.names`): the graph's name is
+checked again here, the build folder and the live link must resolve inside
+the graphs folder, and every page file is one safe segment, unique even on a
+file system that ignores case.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgraph.files import write_atomic, write_json_atomic, write_stream
+from skillgraph.graph.names import UnsafePathError, ensure_inside, graph_path, is_file_name, unique_file_name
 from skillgraph.graph_links import LocalLinks, rewrite_files
 from skillgraph.graph_llms import write_graph_llms
 from skillgraph.urls import file_stem_for
@@ -46,10 +52,14 @@ class GraphFolder:
     def __init__(self, graphs_dir: Path, name: str) -> None:
         self.graphs_dir = graphs_dir
         self.name = name
+        graph_path(graphs_dir, name)  # a name that is not one safe segment never becomes a folder
         build_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
-        self.staging = graphs_dir / ".builds" / name / build_id
-        self.staging.mkdir(parents=True, exist_ok=False)
-        self.taken: set[str] = set()
+        builds = graphs_dir / ".builds" / name
+        builds.mkdir(parents=True, exist_ok=True)
+        ensure_inside(graphs_dir, builds, "build folder")  # ``.builds`` a symlink elsewhere: refused
+        self.staging = builds / build_id
+        self.staging.mkdir(exist_ok=False)
+        self.taken: set[str] = set()  # case-folded: ``Foo.md`` and ``foo.md`` are one file on some disks
 
     @property
     def live(self) -> Path:
@@ -61,24 +71,25 @@ class GraphFolder:
 
     def claim(self, url: str, scope: str) -> str:
         """A free file name for ``url``'s page, claimed for this build."""
-        stem = file_stem_for(url, scope)[:120]
-        name, n = f"{stem}.md", 1
-        while name in self.taken or name in RESERVED:
-            n += 1
-            name = f"{stem}-{n}.md"
-        self.taken.add(name)
-        return name
+        return unique_file_name(file_stem_for(url, scope), self.taken, RESERVED)
 
     async def write(self, file_name: str, markdown: str) -> None:
         await asyncio.to_thread(self.write_now, file_name, markdown)
 
     def write_now(self, file_name: str, markdown: str) -> None:
         """Write a page file on this thread (the fleet's assembly runs on a thread of its own)."""
-        write_atomic(self.staging / file_name, markdown)
+        write_atomic(self._page_path(file_name), markdown)
 
     def copy(self, source: Path, file_name: str) -> None:
-        shutil.copyfile(source, self.staging / file_name)
-        os.chmod(self.staging / file_name, 0o644)
+        target = self._page_path(file_name)
+        shutil.copyfile(source, target)
+        os.chmod(target, 0o644)
+
+    def _page_path(self, file_name: str) -> Path:
+        """The staging path of a page file: one safe segment (a claimed name always is), else refused."""
+        if not is_file_name(file_name):
+            raise UnsafePathError(f"page file name {file_name!r} is not one safe segment: refused")
+        return self.staging / file_name
 
     def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str],
                    executor: Executor | None = None) -> int:
@@ -128,6 +139,9 @@ class GraphFolder:
         write_stream(self.staging / "sources.json", itertools.chain(encoder.iterencode(sources), ["\n"]))
         link = self.live
         link.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.realpath(link.parent) != os.path.realpath(self.graphs_dir):
+            raise UnsafePathError(f"the live link {link} is not directly in {self.graphs_dir}: refused")
+        ensure_inside(self.graphs_dir, self.staging, "build folder")
         if link.exists() and not link.is_symlink():
             # A plain directory (made by hand or by an older layout): keep it as a build.
             os.replace(link, self.staging.parent / f"legacy-{int(time.time())}")

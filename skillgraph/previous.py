@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skillgraph.graph.names import is_file_name, is_graph_name
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -40,12 +42,15 @@ class PreviousBuild:
         page = self.pages.get(url)
         if page is None or self.path is None:
             return None
-        path = self.path / str(page["file"])
-        return path if path.exists() else None
+        file = page.get("file")
+        if not is_file_name(file):  # a hand-edited sources.json naming ../x: fetched again, never read
+            return None
+        path = self.path / str(file)
+        return path if path.is_file() else None
 
     @classmethod
     def load(cls, crawler: Crawler, name: str | None) -> PreviousBuild:
-        if not name:
+        if not name or not is_graph_name(name):
             return cls()
         folder = Path(crawler.settings.get("SKILLGRAPH_GRAPHS_DIR", "graphs")) / name
         sources = folder / "sources.json"

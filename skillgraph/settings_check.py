@@ -17,8 +17,10 @@ Strings, lists and settings without a typed default are not checked, except
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.addon import DEFAULTS
@@ -175,13 +177,19 @@ def check_value(name: str, value: Any, rule: Rule) -> None:
         raise SettingsError(name, value, rule.allowed())
 
 
-def exit_on_bad_settings(settings: BaseSettings) -> None:
-    """For commands: one line on stderr and exit status 2 when a setting is invalid."""
+def exit_on_bad_settings(settings: BaseSettings, paths: tuple[str, ...] = ()) -> None:
+    """For commands: one line on stderr and exit status 2 when a setting is invalid; with ``paths``, the
+    output paths checked too (:func:`check_output_paths`: exit 2 for a bad value, 1 for a full or read-only disk)."""
     try:
         check_settings(settings)
+        if paths:
+            check_output_paths(settings, paths)
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except PathSettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2 if exc.usage else 1) from None
 
 
 def _is_bool(value: Any) -> bool:
@@ -207,3 +215,66 @@ def _num(x: float) -> str:
 
 def _show(value: Any) -> str:
     return str(value) if isinstance(value, (str, int, float)) else repr(value)
+
+
+#: Folders and files a crawl writes, by setting: (default, "dir" or "file").
+OUTPUT_PATHS: dict[str, tuple[str, str]] = {
+    "SKILLGRAPH_GRAPHS_DIR": ("graphs", "dir"),
+    "SKILLGRAPH_ITEMS_DIR": ("items", "dir"),
+    "SKILLGRAPH_STATE_PATH": (".scrapy/skillgraph/state.sqlite3", "file"),
+}
+#: Less free space than this on the disk of an output path is a full disk.
+MIN_FREE_BYTES = 64 * 1024
+
+
+class PathSettingError(ValueError):
+    """An output path a crawl cannot use; ``usage`` when the value itself is wrong (exit 2), else the machine (1)."""
+
+    def __init__(self, name: str, path: str, why: str, usage: bool) -> None:
+        self.name, self.path, self.usage = name, path, usage
+        super().__init__(f"{name}={path} cannot be used: {why}")
+
+
+def check_output_paths(settings: BaseSettings, names: tuple[str, ...] = tuple(OUTPUT_PATHS)) -> None:
+    """Raise :class:`PathSettingError` for the first output path that is a file, cannot be made or written,
+    or sits on a full disk. Nothing is created: a folder that does not exist yet only needs a writable
+    nearest existing parent (the components make it when they first write)."""
+    for name in names:
+        default, kind = OUTPUT_PATHS[name]
+        value = str(settings.get(name) or default)
+        path = Path(value)
+        folder = path if kind == "dir" else path.parent
+        if kind == "file" and path.is_dir():
+            raise PathSettingError(name, value, "it is a folder, not a file", usage=True)
+        existing = folder
+        while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():
+                raise PathSettingError(name, value, f"{existing} is a broken symbolic link", usage=True)
+            existing = existing.parent
+        if not existing.is_dir():
+            where = "it is a file" if existing == folder else f"{existing} is a file"
+            raise PathSettingError(name, value, f"{where}, not a folder", usage=True)
+        if not os.access(existing, os.W_OK | os.X_OK):
+            why = "the file system is read-only" if _read_only(existing) else "permission denied"
+            raise PathSettingError(name, value, f"{existing} is not writable ({why})", usage=False)
+        if _read_only(existing):
+            raise PathSettingError(name, value, f"{existing} is on a read-only file system", usage=False)
+        free = _free_bytes(existing)
+        if free is not None and free < MIN_FREE_BYTES:
+            raise PathSettingError(name, value, f"the disk holding {existing} is full ({free} bytes free)",
+                                   usage=False)
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize

@@ -14,6 +14,8 @@ import re
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from skillgraph.graph.names import ascii_host, graph_name_from
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -56,14 +58,21 @@ def default_graph_name(url: str) -> str:
 
     ``https://docs.python.org/3/library/`` gives ``docs.python.org_3_library``: two
     scopes of one host are two graphs.
+
+    Made to fit the graph name rule (:mod:`skillgraph.graph.names`): a host in
+    another script is written in its IDNA form, a name over 100 characters
+    keeps its head and a hash of the whole.
     """
     parts = urlsplit(url)
-    name = (parts.hostname or "site").lower()
-    port = parts.port
+    name = ascii_host(parts.hostname or "site")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
     if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
         name = f"{name}_{port}"
     slug = scope_slug(url)
-    return f"{name}_{slug}" if slug else name
+    return graph_name_from(f"{name}_{slug}" if slug else name)
 
 
 @lru_cache(maxsize=8192)

@@ -206,3 +206,30 @@ def test_scrapyd_without_the_credentials_answers_401_and_runs_nothing(scrapyd: S
     refused = deploy(scrapyd, tmp_path, password=None)  # SCRAPYD_PASSWORD not exported
     assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
     assert scrapyd.get("listprojects.json")["projects"] == [], "nothing was deployed, so nothing can run"
+
+
+def test_scrapyd_refuses_a_hostile_graph_name_and_writes_nothing(scrapyd: Scrapyd, tmp_path: Path,
+                                                                 sites: dict[str, SiteServer]) -> None:
+    """``graph`` arrives over HTTP: whoever may schedule a job still cannot write outside the graphs folder."""
+    deployed(scrapyd, tmp_path)
+    site = sites["crawl_site"]
+    outside = tmp_path / "outside"
+    graphs = outside / "bad" / "g"
+    graphs.mkdir(parents=True)
+    before = sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
+    settings = {"SKILLGRAPH_GRAPHS_DIR": graphs, "SKILLGRAPH_ITEMS_DIR": outside / "bad" / "items",
+                "SKILLGRAPH_STATE_PATH": outside / "bad" / "state.sqlite3",
+                "SKILLGRAPH_SSRF_ALLOWLIST": f"127.0.0.1:{site.port}", "SKILLGRAPH_RENDER_ENABLED": False}
+    jobs = [schedule(scrapyd, tmp_path, "docs", [f"url={site.url}docs/", f"graph={name}",
+                                                 *(f"setting={k}={v}" for k, v in settings.items())])
+            for name in ("../../etc", "a/b", "..")]
+    deadline = time.monotonic() + 120
+    while True:
+        finished = {j["id"] for j in scrapyd.get("listjobs.json", project="skillgraph")["finished"]}
+        if set(jobs) <= finished:
+            break
+        assert time.monotonic() < deadline, "the jobs end at once: a usage error"
+        time.sleep(0.3)
+    daemon_log = (tmp_path / "scrapyd.log").read_text()
+    assert daemon_log.count("is not allowed") >= len(jobs), daemon_log[-3000:]
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == before, "nothing written"

@@ -28,6 +28,7 @@ from skillgraph.distributed import redis_location
 from skillgraph.distributed.assembly import Target, assemble, live_workers
 from skillgraph.distributed.assemblykeys import AssemblyKeys
 from skillgraph.distributed.redis_url import refusal, refusal_sentence
+from skillgraph.graph.names import GraphNameError, check_graph_name
 from skillgraph.previous import PreviousBuild
 
 if TYPE_CHECKING:
@@ -111,6 +112,10 @@ class Command(ScrapyCommand):
 
         if len(args) != 1:
             raise UsageError("give the graph's name: scrapy assemble GRAPH")
+        try:
+            check_graph_name(args[0])
+        except GraphNameError as exc:
+            raise UsageError(str(exc)) from exc
         assert self.settings is not None
         url = self.settings.get("REDIS_URL")
         if not url:

@@ -25,7 +25,7 @@ from skillgraph.batch.plan import Site, ordered
 from skillgraph.batch.report import table, write_report
 from skillgraph.batch.runner import BatchRunner, Limits
 from skillgraph.profiler import utc_now
-from skillgraph.settings_check import exit_on_bad_settings
+from skillgraph.settings_check import OUTPUT_PATHS, exit_on_bad_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -66,7 +66,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
-        exit_on_bad_settings(settings)  # issue 14: a bad value is one line and exit 2, before any site runs
+        exit_on_bad_settings(settings, tuple(OUTPUT_PATHS))  # a bad value or path: one line, before any site runs
         sites = self._sites(args, opts)
         graphs_dir = Path(settings.get("SKILLGRAPH_GRAPHS_DIR") or "graphs")
         report = Path(opts.report or settings.get("SKILLGRAPH_BATCH_REPORT") or graphs_dir / "batch-report.json")

@@ -30,7 +30,8 @@ from scrapy.utils.asyncio import call_later
 from skillgraph.build import Build
 from skillgraph.distributed import redis_at_start, redis_refused
 from skillgraph.distributed.redis_url import RedisRefused
-from skillgraph.settings_check import SettingsError, check_settings
+from skillgraph.graph.names import GraphNameError, check_graph_name
+from skillgraph.settings_check import PathSettingError, SettingsError, check_output_paths, check_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -68,6 +69,17 @@ class Command(ScrapyCrawlCommand):
             raise UsageError(str(exc)) from exc
         if args[0] == "docs":
             check_start_url(opts.spargs.get("url"))
+        if "graph" in opts.spargs:  # the spider checks it too (scrapyd and scripts start it without this command)
+            try:
+                check_graph_name(opts.spargs["graph"], "-a graph=")
+            except GraphNameError as exc:
+                raise UsageError(str(exc)) from exc
+        problem = output_path_problem(self.settings)
+        if problem is not None and problem.usage:
+            raise UsageError(str(problem))
+        if problem is not None:  # a full or read-only disk: the command ran and failed (exit 1), before any banner
+            _say(str(problem))
+            raise SystemExit(1)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
@@ -100,6 +112,15 @@ class Command(ScrapyCrawlCommand):
         return 1
 
 
+def output_path_problem(settings: Any) -> PathSettingError | None:
+    """The first unusable output path (``SKILLGRAPH_GRAPHS_DIR``, ``_ITEMS_DIR``, ``_STATE_PATH``), or None."""
+    try:
+        check_output_paths(settings)
+    except PathSettingError as exc:
+        return exc
+    return None
+
+
 def failure_sentence(build: Build) -> str:
     """One line: why the build was not committed, and what to do."""
     name = build.name or "?"
@@ -119,7 +140,8 @@ def failure_sentence(build: Build) -> str:
         if entry.reason == "robots":
             return f"robots.txt of {parts.netloc} forbids {entry.url}; nothing was fetched"
     why = build.failure or "the crawl ended before the graph was written"
-    return f"graph {name} was not built: {why}; the previous graph (if any) is kept, see graphs/{name}.failed.json"
+    record = f", see {build.failed_path}" if build.failed_path else ""
+    return f"graph {name} was not built: {why}; the previous graph (if any) is kept{record}"
 
 
 async def _stop_if_redis_refused(spider: Spider) -> None:

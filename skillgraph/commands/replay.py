@@ -40,6 +40,7 @@ from scrapy.exceptions import UsageError
 
 from skillgraph.distributed import redis_location
 from skillgraph.distributed.redis_url import refusal, refusal_sentence
+from skillgraph.graph.names import GraphNameError, check_graph_name
 from skillgraph.pipelines.dual_write import PUSH_SCRIPT, ItemStore
 from skillgraph.state import HASH_PREFIX, QUEUE_KEY
 
@@ -142,6 +143,11 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("REDIS_URL is not set: there is no queue to replay into")
+        for name in args:  # a spider's name is a folder under SKILLGRAPH_ITEMS_DIR: one safe segment
+            try:
+                check_graph_name(name, "spider ")
+            except GraphNameError as exc:
+                raise UsageError(str(exc)) from exc
         root = Path(self.settings.get("SKILLGRAPH_ITEMS_DIR") or "items")
         spiders = args or (sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else [])
         client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30)

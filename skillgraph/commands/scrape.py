@@ -35,6 +35,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from skillgraph.commands.detect import allowlist_entry, url_error
 from skillgraph.files import write_atomic
+from skillgraph.graph.names import unique_file_name
 from skillgraph.items import DocumentItem
 from skillgraph.settings_check import exit_on_bad_settings
 from skillgraph.signals import build_warning
@@ -195,10 +196,4 @@ class Command(ScrapyCommand):
 
 
 def _file_name(url: str, taken: set[str]) -> str:
-    stem = file_stem_for(url, scope_of(url))
-    name, n = f"{stem}.md", 1
-    while name in taken:
-        n += 1
-        name = f"{stem}-{n}.md"
-    taken.add(name)
-    return name
+    return unique_file_name(file_stem_for(url, scope_of(url)), taken)

@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy import signals
+from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
 from skillgraph.distributed.share import BuildShare
+from skillgraph.graph.names import GraphNameError
 from skillgraph.graph_folder import GraphFolder
 from skillgraph.graph_sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
 from skillgraph.items import sha256_text
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+WRITE_FAILED = "graph_write_failed"  #: close reason when the graphs folder refused a write
 SUCCESS_REASONS = {"finished", "max_pages", "crawl_timeout", "closespider_pagecount", "closespider_itemcount",
                    "closespider_timeout", "shutdown"}
 #: Close reasons of a build that stopped before its scope was done, as ``truncated.reason``.
@@ -74,6 +77,8 @@ class GraphWriterPipeline(FleetClose):
         self.folder: GraphFolder | None = None
         self.share: BuildShare | None = None  # a fleet worker's pages go to the fleet's build, not a graph
         self.finished = False
+        self.write_failed = False  # a write to the graphs folder failed: the build cannot be committed
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.carry_over, signal=page_not_modified)
 
@@ -91,8 +96,30 @@ class GraphWriterPipeline(FleetClose):
 
     def open_spider(self) -> None:
         if self.build.name is not None:  # only skillgraph spiders build graphs (``scrapy detect``'s does not)
-            self.folder = GraphFolder(self.graphs_dir, self.name)
+            try:
+                self.folder = GraphFolder(self.graphs_dir, self.name)
+            except (OSError, GraphNameError) as exc:
+                self._cannot_write(exc)
+                return
             self.share = BuildShare.for_crawler(self.crawler)
+
+    def _cannot_write(self, exc: Exception) -> None:
+        """The graphs folder refused a write (full disk, read-only, a name or path refused): the build fails
+        with one sentence naming the setting and the path, and the crawl stops (nothing more can be kept)."""
+        if self.build.failure is None:
+            where = getattr(exc, "filename", None)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.build.failure = f"cannot write to SKILLGRAPH_GRAPHS_DIR={self.graphs_dir} (" + (
+                f"{where}: {why})" if where else f"{why})")
+            logger.debug("Graph %s: write refused", self.name, exc_info=exc)
+            self.crawler.stats.set_value("skillgraph/graph/write_error", why)
+        self.write_failed = True
+        if self.crawler.engine is not None and self.crawler.engine.spider is not None:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_FAILED))
+
+    async def spider_opened(self) -> None:
+        if self.write_failed:  # the build folder could not be made: stop before the first request
+            self._cannot_write(OSError())
 
     async def close_spider(self) -> None:
         """Before the scheduler leaves the frontier: the share complete in Redis for whoever is last out."""
@@ -104,7 +131,7 @@ class GraphWriterPipeline(FleetClose):
 
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
-        if self.folder is None:
+        if self.folder is None or self.write_failed:
             return item
         if self.finished:  # an item after the close (a pipeline still busy): the build folder is closed
             self.crawler.stats.inc_value("skillgraph/graph/after_close")
@@ -132,7 +159,11 @@ class GraphWriterPipeline(FleetClose):
         page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": sys.intern(adapter["fetched_at"]),  # shared
                 "tier": sys.intern(adapter["tier"]), "quality": adapter.get("quality")}
         self.pages.append(page)
-        await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
+        try:
+            await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
+        except OSError as exc:
+            self._cannot_write(exc)
+            return item
         if self.share is not None and await self.share.joined():
             await self.share.add_page({**page, "title": self.titles[url], "markdown": markdown})
         self.crawler.stats.inc_value("skillgraph/graph/pages")
@@ -150,7 +181,11 @@ class GraphWriterPipeline(FleetClose):
         if self.build.admit(url, str(previous.get("sha256", "")), corpus="#" in url, spend=spend) != "new":
             return False
         file_name = self.folder.claim(url, self._scope(url))
-        self.folder.copy(source, file_name)
+        try:
+            self.folder.copy(source, file_name)
+        except OSError as exc:
+            self._cannot_write(exc)
+            return False
         if self.share is not None and self.share.active():
             self.share.queue_page({**previous, "markdown": source.read_text("utf-8")}, carried=True)
         self.files[url] = file_name
@@ -173,6 +208,10 @@ class GraphWriterPipeline(FleetClose):
 
     def _finish(self, reason: str) -> str | None:
         """Commit or fail the build once; returns the outcome (None when nothing is recorded)."""
+        if self.write_failed and not self.finished:
+            self.finished = True
+            self._fail(self.build.failure or "a write to the graphs folder failed", reason)
+            return "failed"
         if self.folder is None or self.finished:
             return None
         self.finished = True
@@ -185,7 +224,12 @@ class GraphWriterPipeline(FleetClose):
                 self._keep_previous_skips()
             why = shrink_guard(build.previous.pages, self.pages, self.allow_shrink)
             if why is None:
-                self._commit()
+                try:
+                    self._commit()
+                except OSError as exc:  # a full disk at llms-full.txt or sources.json: the live graph stays
+                    self._cannot_write(exc)
+                    self._fail(self.build.failure or str(exc), reason)
+                    return "failed"
                 return "committed"
             self._fail(why, reason)
             return "failed"
@@ -242,9 +286,14 @@ class GraphWriterPipeline(FleetClose):
         logger.info("Graph %s: %d pages in %s", self.name, len(self.pages), self.folder.live)
 
     def _fail(self, why: str, reason: str) -> None:
-        assert self.folder is not None
         build = self.build
-        self.folder.discard(failure_json(self.name, build, self.pages, why, reason, self.folder.live.exists()))
+        if self.folder is not None:
+            try:
+                self.folder.discard(failure_json(self.name, build, self.pages, why, reason, self.folder.live.exists()))
+                build.failed_path = str(self.folder.failed_path)
+            except OSError:  # the disk that failed the build may refuse failed.json too: the log says why
+                logger.warning("Could not record the failure of graph %s in %s", self.name, self.folder.failed_path,
+                               exc_info=True)
         build.outcome, build.failure = "failed", why
         self.crawler.stats.set_value("skillgraph/graph/failed", why)
         logger.error("Build of graph %s failed (%s); the previous graph is kept", self.name, why)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from scrapy import Request, Spider
 
+from skillgraph.graph.names import check_graph_name
 from skillgraph.middlewares import strategy
 from skillgraph.pages import PageCallbacks
 
@@ -62,7 +63,9 @@ class SkillgraphSpider(PageCallbacks, Spider):
         self.site_url = rebase(self.start_url, base_url)
         declared_scope = scope or type(self).scope
         self.site_scope = rebase(declared_scope, base_url) if declared_scope else None
-        self.graph_name = graph or self.name
+        # Checked here, where every way of starting a crawl passes (scrapy crawl, scrapyd, a script):
+        # the name becomes a folder under SKILLGRAPH_GRAPHS_DIR.
+        self.graph_name = check_graph_name(graph or self.name, "-a graph=" if graph else "spider name ")
 
     @property
     def site_domain(self) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgraph.graph.names import is_graph_name
+
 logger = logging.getLogger(__name__)
 
 
@@ -38,7 +40,7 @@ class GraphIndex:
         if not self.root.is_dir():
             return []
         return sorted(p.name for p in self.root.iterdir()
-                      if not p.name.startswith(".") and (p / "sources.json").is_file())
+                      if is_graph_name(p.name) and (p / "sources.json").is_file())
 
     def sources(self, graph: str) -> dict[str, Any]:
         """The graph's ``sources.json`` (empty when there is none or it cannot be read)."""

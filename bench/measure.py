@@ -16,7 +16,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ class Measured:
     peak_rss_mb: float  #: sampled sum of PSS over the tree
     max_rss_mb: float  #: the largest single process (kernel)
     main_cpu: float = 0.0  #: user + system seconds of the process itself (the reactor's, for a crawl)
+    #: pid -> (parent pid, command line, user + system seconds): every process of the tree seen
+    processes: dict[int, tuple[int, str, float]] = field(default_factory=dict)
 
 
 def _children() -> dict[int, list[int]]:
@@ -73,14 +75,21 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def tree_sample(pid: int, cpu: dict[int, float]) -> int:
-    """PSS of ``pid`` and its live descendants (a browser's shared pages counted once); notes their CPU."""
-    tree, total, todo = _children(), 0, [pid]
+def tree_sample(pid: int, cpu: dict[int, float], seen: dict[int, tuple[int, str]] | None = None) -> int:
+    """PSS of ``pid`` and its live descendants (a browser's shared pages counted once); notes their CPU
+    (and, in ``seen``, each one's parent and command line)."""
+    tree, total, todo = _children(), 0, [(pid, 0)]
     while todo:
-        current = todo.pop()
+        current, parent = todo.pop()
         total += _pss(current)
         cpu[current] = max(cpu.get(current, 0.0), _cpu(current))
-        todo.extend(tree.get(current, ()))
+        if seen is not None and current not in seen:
+            try:
+                command = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                command = "?"
+            seen[current] = (parent, command.strip())
+        todo.extend((child, current) for child in tree.get(current, ()))
     return total
 
 
@@ -89,12 +98,13 @@ def run(cmd: list[str], **popen: Any) -> Measured:
     proc = subprocess.Popen(cmd, **popen)
     peak = 0
     cpu: dict[int, float] = {}
+    seen: dict[int, tuple[int, str]] = {}
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.wait(0.1):
-            peak = max(peak, tree_sample(proc.pid, cpu))
+            peak = max(peak, tree_sample(proc.pid, cpu, seen))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -104,5 +114,6 @@ def run(cmd: list[str], **popen: Any) -> Measured:
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     waited = usage.ru_utime + usage.ru_stime
+    processes = {pid: (parent, command, cpu.get(pid, 0.0)) for pid, (parent, command) in seen.items()}
     return Measured(proc.returncode, wall, max(waited, sum(cpu.values())), peak / 2**20, usage.ru_maxrss / 1024,
-                    cpu.get(proc.pid, 0.0))
+                    cpu.get(proc.pid, 0.0), processes)

@@ -13,6 +13,12 @@ absolute URL, or an ``#anchor`` of the page itself.
 
 Only link destinations in prose are touched: fenced code and inline code
 spans are copied byte for byte (a ``[x](url)`` there is code, not a link).
+
+Finding them takes a scan of the markdown's blocks. The page workers have
+that scan at hand when they assess a page, so they note where each prose link
+destination starts (:func:`link_offsets`, a few bytes a page) and the commit
+only splices (:func:`rewrite_at`); a page without offsets (a carried-over
+page, a fleet's assembly, a markdown twin) is scanned at commit.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from urllib.parse import urljoin
 
 from skillgraph.files import write_atomic
 from skillgraph.items import sha256_text
-from skillgraph.markdown import IN_FENCE, scan
+from skillgraph.markdown import IN_FENCE, Line, scan
 from skillgraph.urls import page_key
 
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
@@ -80,17 +86,105 @@ def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[s
     return "".join(out), total
 
 
-def rewrite_files(folder: Path, pages: list[tuple[str, str]], links: LocalLinks) -> list[tuple[str, str, int]]:
-    """Rewrite the links of ``pages`` (``(url, file)`` pairs) in their files under ``folder``, in place.
+def link_offsets(markdown: str, lines: Iterable[Line] | None = None) -> bytes:
+    """Where each prose link destination of ``markdown`` starts, as :func:`rewrite_links` finds them.
+
+    ``lines`` is ``markdown``'s :func:`~skillgraph.markdown.scan` when done already. The offsets are
+    kept as varint-coded gaps: one or two bytes a link.
+    """
+    found: list[int] = []
+    position = 0
+    prose: int | None = None  # where the current run of prose lines starts
+    for line in scan(markdown) if lines is None else lines:
+        if line.kind in IN_FENCE:
+            if prose is not None:
+                _prose_links(markdown, prose, position, found)
+                prose = None
+        elif prose is None:
+            prose = position
+        position += len(line.text)
+    if prose is not None:
+        _prose_links(markdown, prose, position, found)
+    return _encode(found)
+
+
+def _prose_links(text: str, start: int, end: int, found: list[int]) -> None:
+    """The destinations of ``text[start:end]`` outside code spans (the spans :func:`_rewrite_prose` skips)."""
+    segment = text[start:end]
+    last = 0
+    for span in _CODE_SPAN.finditer(segment):
+        found.extend(start + m.start(1) for m in _LINK_DEST.finditer(segment, last, span.start()))
+        last = span.end()
+    found.extend(start + m.start(1) for m in _LINK_DEST.finditer(segment, last))
+
+
+def _encode(offsets: list[int]) -> bytes:
+    out = bytearray()
+    previous = 0
+    for offset in offsets:
+        gap, previous = offset - previous, offset
+        while gap >= 0x80:
+            out.append(gap & 0x7F | 0x80)
+            gap >>= 7
+        out.append(gap)
+    return bytes(out)
+
+
+def _decode(data: bytes) -> Iterable[int]:
+    offset = gap = shift = 0
+    for byte in data:
+        gap |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+            continue
+        offset += gap
+        yield offset
+        gap = shift = 0
+
+
+def rewrite_at(text: str, offsets: bytes, target: Callable[[str], str | None]) -> tuple[str, int]:
+    """:func:`rewrite_links` of ``text`` whose prose link destinations start at ``offsets`` (:func:`link_offsets`)."""
+    parts: list[str] = []
+    last = count = 0
+    for start in _decode(offsets):
+        end = text.index(")", start)
+        dest = text[start:end]
+        new = target(dest)
+        if new is None or new == dest:
+            continue
+        parts.append(text[last:start])
+        parts.append(new)
+        last = end
+        count += 1
+    if not count:
+        return text, 0
+    parts.append(text[last:])
+    return "".join(parts), count
+
+
+#: A page to rewrite: ``(url, file)``, or with the offsets of its links and the hash of the text they were read in.
+PageFile = tuple[str, str] | tuple[str, str, bytes, str]
+
+
+def rewrite_files(folder: Path, pages: list[PageFile], links: LocalLinks) -> list[tuple[str, str, int]]:
+    """Rewrite the links of ``pages`` in their files under ``folder``, in place.
 
     Returns ``(file, sha256 of the new text, links rewritten)`` for each file
     that changed. A pure function of its arguments and the files, so a build's
-    commit can hand chunks of its pages to worker processes.
+    commit can hand chunks of its pages to worker processes. A page given with
+    its link offsets is spliced when its file still holds the text they were
+    read in (its hash says so), else scanned.
     """
     changed = []
-    for url, file in pages:
+    for page in pages:
+        url, file = page[0], page[1]
         path = folder / file
-        text, count = rewrite_links(path.read_text("utf-8"), partial(links.target, base=url))
+        text = path.read_text("utf-8")
+        target = partial(links.target, base=url)
+        if len(page) == 4 and sha256_text(text) == page[3]:
+            text, count = rewrite_at(text, page[2], target)
+        else:
+            text, count = rewrite_links(text, target)
         if count:
             write_atomic(path, text)
             changed.append((file, sha256_text(text), count))

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TIERS = ("corpus", "markdown", "html", "negotiated", "render", "best-effort")
-#: ``meta`` keys that hold whole pages: kept for the pipelines, never exported.
-RAW_META_KEYS = frozenset({"html"})
+#: ``meta`` keys kept for the pipelines, never exported: whole pages, and the graph writer's binary notes
+#: (``link_offsets``: where the markdown's links start, for the commit).
+RAW_META_KEYS = frozenset({"html", "link_offsets"})
 _TITLE_REPR_CHARS = 60
 
 

@@ -6,9 +6,14 @@ the recency and conditional middlewares and the dedup and dual-write
 pipelines. Two backends:
 
 * ``SqliteState`` (local mode): stdlib ``sqlite3`` in ``SKILLGRAPH_STATE_PATH``,
-  WAL journal, autocommit, one indexed row per call. Calls are small, but a
-  WAL checkpoint fsyncs (``bench/pipelines.py`` measured stalls of hundreds of
-  ms on a loaded machine), so they run on one worker thread, off the reactor.
+  WAL journal, one indexed row per URL. A WAL checkpoint fsyncs (``bench/pipelines.py``
+  measured stalls of hundreds of ms on a loaded machine), so the database is used from
+  one worker thread, off the reactor. Writes (a page's content hash, its scrape time)
+  are buffered and written together, one transaction per :data:`FLUSH_ROWS` rows or
+  :data:`FLUSH_SECONDS` seconds and at close: a page's two writes cost the reactor no
+  thread round trip. Reads see the buffer first, so a write is read back at once; a
+  crash loses at most the last second's writes, which only makes the next run fetch
+  or store those pages again.
 * ``RedisState`` (``REDIS_URL`` set): the DESIGN.md keys
   ``skillgraph:content_hash:<url>`` and ``skillgraph:scraped:<url>`` through
   ``redis.asyncio`` (never blocking the reactor). When Redis is unreachable a
@@ -24,6 +29,7 @@ One state per crawler (:func:`get_state`), closed on ``engine_stopped``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import time
@@ -70,6 +76,11 @@ class StateUnavailableError(Exception):
     """The state backend cannot be reached; callers treat the answer as unknown."""
 
 
+#: Buffered writes are flushed at this many rows, or this many seconds after the first one, and at close.
+FLUSH_ROWS = 256
+FLUSH_SECONDS = 1.0
+
+
 class SqliteState:
     """The embedded store: one small table per kind of state, used from one worker thread."""
 
@@ -77,6 +88,10 @@ class SqliteState:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._buffer: dict[str, dict[str, str]] = {"content_hash": {}, "scraped": {}}  # table -> url -> value
+        self._buffered = 0
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._flushing: asyncio.Future[None] | None = None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -103,16 +118,71 @@ class SqliteState:
         self.db.execute(sql, params)
 
     async def content_hash(self, url: str) -> str | None:
+        buffered = self._buffer["content_hash"].get(url)
+        if buffered is not None:
+            return buffered
         return await self._run(self._get, "SELECT sha256 FROM content_hash WHERE url = ?", url)
 
     async def set_content_hash(self, url: str, sha256: str) -> None:
-        await self._run(self._put, "INSERT OR REPLACE INTO content_hash VALUES (?, ?)", url, sha256)
+        self._write("content_hash", url, sha256)
 
     async def scraped_at(self, url: str) -> datetime | None:
+        buffered = self._buffer["scraped"].get(url)
+        if buffered is not None:
+            return parse_time(buffered)
         return parse_time(await self._run(self._get, "SELECT at FROM scraped WHERE url = ?", url))
 
     async def set_scraped(self, url: str, at: str) -> None:
-        await self._run(self._put, "INSERT OR REPLACE INTO scraped VALUES (?, ?)", url, at)
+        self._write("scraped", url, at)
+
+    def _write(self, table: str, url: str, value: str) -> None:
+        """Buffer a row; flushed when the buffer is full or a second after its first row."""
+        self._buffer[table][url] = value
+        self._buffered += 1
+        if self._buffered >= FLUSH_ROWS:
+            self._start_flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._start_flush)
+
+    def _start_flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if not self._buffered:
+            return
+        rows = {table: list(values.items()) for table, values in self._buffer.items() if values}
+        previous = self._flushing
+        flushing = asyncio.ensure_future(self._flush(rows, previous))
+        self._flushing = flushing
+        self._buffered = 0
+
+        def forget(done: asyncio.Future[None]) -> None:  # a flushed row is read from the database now
+            if not done.cancelled() and done.exception() is None:
+                for table, pairs in rows.items():
+                    buffer = self._buffer[table]
+                    for url, value in pairs:
+                        if buffer.get(url) == value:
+                            del buffer[url]
+
+        flushing.add_done_callback(forget)
+
+    async def _flush(self, rows: dict[str, list[tuple[str, str]]], previous: asyncio.Future[None] | None) -> None:
+        if previous is not None:  # flushes land in order: a later value is never overwritten by an earlier one
+            with contextlib.suppress(Exception):
+                await previous
+        await self._run(self._put_rows, rows)
+
+    def _put_rows(self, rows: dict[str, list[tuple[str, str]]]) -> None:
+        with self.db:
+            self.db.execute("BEGIN")
+            for table, pairs in rows.items():
+                self.db.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", pairs)
+
+    async def flush(self) -> None:
+        """Write every buffered row now."""
+        self._start_flush()
+        if self._flushing is not None:
+            await self._flushing
 
     def _validators(self, url: str) -> tuple[str | None, str | None]:
         row = self.db.execute("SELECT etag, last_modified FROM validators WHERE url = ?", (url,)).fetchone()
@@ -136,6 +206,7 @@ class SqliteState:
             self._db = None
 
     async def close(self) -> None:
+        await self.flush()
         if self._executor is not None:
             await self._run(self._close)
             self._executor.shutdown(wait=False)

@@ -76,3 +76,25 @@ def test_default_politeness_lets_a_default_crawl_reach_its_page_bound_in_time() 
     assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") <= 2 and settings.getfloat("DOWNLOAD_DELAY") >= 0.2
     assert settings.getfloat("AUTOTHROTTLE_START_DELAY") >= settings.getfloat("DOWNLOAD_DELAY")
     assert settings.getfloat("AUTOTHROTTLE_TARGET_CONCURRENCY") <= 1.0
+
+
+def test_switched_off_components_are_not_even_imported_and_a_user_can_switch_them_on() -> None:
+    """Cookies, the remote control and the telnet console are off by default: out of Scrapy's component
+    dicts, so their libraries (aiohttp, platformdirs, tldextract) cost no crawl its start-up."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from scrapy.utils.project import get_project_settings; from skillgraph.addon import Addon; "
+             "settings = get_project_settings(); settings.setdict({{'SKILLGRAPH_RENDER_ENABLED': False, {extra}}}, "
+             "priority='cmdline'); Addon().update_settings(settings); "
+             "print(sorted(settings.get_component_priority_dict_with_base('DOWNLOADER_MIDDLEWARES')), "
+             "sorted(settings.get_component_priority_dict_with_base('EXTENSIONS'))); "
+             "print(sorted(m for m in ('aiohttp', 'tldextract') if m in sys.modules))")
+    off = subprocess.run([sys.executable, "-c", probe.format(extra="")], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    assert "RobotsTxtMiddleware" in off, off  # the probe lists the components
+    assert "CookiesMiddleware" not in off and "RemoteControl" not in off and "TelnetConsole" not in off, off
+    assert off.strip().endswith("[]"), "nothing imported them"
+    on = subprocess.run([sys.executable, "-c", probe.format(extra="'COOKIES_ENABLED': True")], capture_output=True,
+                        text=True, cwd=ROOT, check=True).stdout
+    assert "scrapy.downloadermiddlewares.cookies.CookiesMiddleware" in on, "a user who turns cookies on gets them"

@@ -89,3 +89,49 @@ def test_worker_processes_rewrite_a_large_graph_to_the_same_files_and_hashes(tmp
     page_one = (worker_folder.staging / worker_pages[1]["file"]).read_text()
     assert "Next: [p](p-2.md#top), back [p](p-0.md)." in page_one
     assert f"[code]({SITE}p/1.html)" in page_one  # fenced code untouched
+
+
+HARD = (f"a [b]({SITE}guide/a.html) `[x]({SITE}guide/a.html)` ``[z](w) ` still code`` and [c](../index.html)\n\n"
+        f"```\n[no]({SITE}guide/a.html)\n```\n> ```\n> [q]({SITE}guide/a.html)\n> ```\n"
+        f"- item [l]({SITE}index.html#x)\n  ~~~\n  [m]({SITE}index.html)\n  ~~~\n"
+        f"[end]({SITE}guide/a.html#y) ![img](pic.png) [open fence]({SITE})\n```\n[in code]({SITE})\n")
+
+
+def test_spliced_at_noted_offsets_is_the_scanned_rewrite(tmp_path: Path) -> None:
+    """The page workers note where prose links start; splicing there gives the scanner's rewrite, byte for byte."""
+    from skillgraph.extract import extract_html
+    from skillgraph.graph_links import link_offsets, rewrite_at
+    from tests.conftest import PYTHON_DOCS
+
+    samples = [(SITE + "guide/hard.html", HARD)]
+    for rel in ("library/json.html", "library/functions.html", "reference/datamodel.html", "glossary.html"):
+        url = SITE + rel
+        samples.append((url, extract_html((PYTHON_DOCS / rel).read_bytes(), url).markdown))
+    graph = LocalLinks([(url, f"{n}.md") for n, (url, _) in enumerate(samples)] +
+                       [(SITE + "library/re.html", "re.md"), (SITE + "guide/a.html", "guide-a.md")],
+                       aliases={SITE: SITE + "index.html"})
+    rewritten = 0
+    for url, markdown in samples:
+        def target(dest: str, base: str = url) -> str | None:
+            return graph.target(dest, base=base)
+
+        scanned = rewrite_links(markdown, target)
+        assert rewrite_at(markdown, link_offsets(markdown), target) == scanned, url
+        rewritten += scanned[1]
+    assert rewritten > 50
+
+
+def test_a_file_that_changed_since_its_offsets_were_noted_is_scanned(tmp_path: Path) -> None:
+    from skillgraph.graph_links import link_offsets, rewrite_files
+    from skillgraph.items import sha256_text
+
+    page = tmp_path / "hard.md"
+    page.write_text("# Inserted above: every offset moved\n" + HARD)
+    noted = link_offsets(HARD)
+    [(file, sha, count)] = rewrite_files(tmp_path, [(SITE + "guide/hard.html", "hard.md", noted, sha256_text(HARD))],
+                                         links())
+    text = page.read_text()
+    assert (file, sha) == ("hard.md", sha256_text(text))
+    assert text == "# Inserted above: every offset moved\n" + rewrite_links(HARD, lambda d: links().target(
+        d, base=SITE + "guide/hard.html"))[0]
+    assert count >= 3

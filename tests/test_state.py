@@ -36,6 +36,42 @@ def test_sqlite_round_trip_survives_reopen(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_sqlite_writes_are_read_back_at_once_and_written_together(tmp_path: Path) -> None:
+    """A page's writes cost no thread round trip: buffered, read back from the buffer, flushed in one transaction."""
+    from skillgraph.state import FLUSH_ROWS
+
+    path = tmp_path / "state.sqlite3"
+
+    def stored(table: str) -> int:
+        import sqlite3
+
+        with sqlite3.connect(path) as db:
+            return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    async def scenario() -> None:
+        state = SqliteState(path)
+        await state.set_validators({})  # the database exists
+        urls = [f"http://127.0.0.1:1/docs/{n}.html" for n in range(FLUSH_ROWS + 10)]
+        for n, url in enumerate(urls[:10]):
+            await state.set_content_hash(url, f"{n:064x}")
+        assert await state.content_hash(urls[3]) == f"{3:064x}", "read back before any flush"
+        assert stored("content_hash") == 0, "nothing written row by row"
+        for n, url in enumerate(urls[10:], 10):
+            await state.set_content_hash(url, f"{n:064x}")
+        await asyncio.sleep(0.2)  # the buffer filled: one transaction on the state's thread
+        assert stored("content_hash") >= FLUSH_ROWS
+        await state.set_scraped(urls[0], "2026-11-29T12:00:00Z")
+        await state.set_content_hash(urls[0], "ff" * 32)  # a later value wins over the flushed one
+        await state.close()
+        assert stored("content_hash") == len(urls) and stored("scraped") == 1
+        again = SqliteState(path)
+        assert await again.content_hash(urls[0]) == "ff" * 32
+        assert await again.content_hash(urls[-1]) == f"{len(urls) - 1:064x}"
+        await again.close()
+
+    asyncio.run(scenario())
+
+
 def test_redis_uses_design_keys_and_survives_an_outage(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
     crawler = get_crawler(Spider, {"REDIS_URL": redis_server.url, "SKILLGRAPH_STATE_PATH": str(tmp_path / "v.db"),
                                    "SKILLGRAPH_REDIS_RETRY_SECONDS": 0.2})

@@ -30,10 +30,10 @@ Documents marked ``meta["unchanged"]`` by the dedup pipeline are skipped.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from scrapy import signals
 
 from skillgraph.distributed import redis_at_start
 from skillgraph.distributed.reconnect import redis_back
-from skillgraph.files import write_atomic
+from skillgraph.files import Batch, disk_writer, write_atomic
 from skillgraph.items import sha256_text
 from skillgraph.pipelines.dedup import OrderedExit, item_meta
 from skillgraph.pipelines.pending import PendingDocuments
@@ -71,16 +71,20 @@ class ItemStore:
     def marker(self, sha: str) -> Path:
         return self.pending_dir / sha
 
-    def save(self, doc: dict[str, Any], pending: bool) -> bool:
-        """Write the document unless it is already on disk; True when written."""
+    def save(self, doc: dict[str, Any], pending: bool, batch: Batch | None = None) -> bool:
+        """Write the document unless it is already on disk; True when written (with ``batch``: once it is done)."""
         path = self.path(doc["sha256"])
         if path.exists():
             return False
-        if pending:
+        if pending:  # before the document: a document on disk is always pushed or marked pending
             self.pending_dir.mkdir(parents=True, exist_ok=True)
             self.marker(doc["sha256"]).touch()
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(doc, ensure_ascii=False), durable=True)
+        text = json.dumps(doc, ensure_ascii=False)
+        if batch is not None:
+            batch.write_atomic(path, text, durable=True)
+        else:
+            write_atomic(path, text, durable=True)
         return True
 
     def is_pending(self, sha: str) -> bool:
@@ -130,6 +134,7 @@ class DualWritePipeline:
         self.order = OrderedExit()
         self.saving: set[str] = set()  # hashes being written or pushed
         self.pending = PendingDocuments(crawler)  # this crawl's documents an outage left pending
+        self.writer = disk_writer(crawler)  # disk items written a batch at a time, made durable together
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DualWritePipeline:
@@ -203,7 +208,7 @@ class DualWritePipeline:
     async def _save(self, doc: dict[str, Any]) -> None:
         assert self.store is not None
         stats = self.crawler.stats
-        written = await asyncio.to_thread(self.store.save, doc, self.queue)
+        written = await self.writer.run(partial(self.store.save, doc, self.queue))
         pending = self.queue and self.store.is_pending(doc["sha256"])
         online = pending and await self.redis_answered_at_start()
         if written:

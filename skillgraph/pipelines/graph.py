@@ -41,6 +41,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
 from skillgraph.distributed.share import BuildShare
+from skillgraph.files import disk_writer
 from skillgraph.graph.names import GraphNameError
 from skillgraph.graph_folder import GraphFolder
 from skillgraph.graph_sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
@@ -74,6 +75,7 @@ class GraphWriterPipeline(FleetClose):
         self.pages: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}  # page URL -> file name
         self.titles: dict[str, str] = {}  # page URL -> title (for llms.txt; not a sources.json field)
+        self.link_offsets: dict[str, bytes] = {}  # file -> where its links start (the page workers read them)
         self.folder: GraphFolder | None = None
         self.share: BuildShare | None = None  # a fleet worker's pages go to the fleet's build, not a graph
         self.finished = False
@@ -97,7 +99,7 @@ class GraphWriterPipeline(FleetClose):
     def open_spider(self) -> None:
         if self.build.name is not None:  # only skillgraph spiders build graphs (``scrapy detect``'s does not)
             try:
-                self.folder = GraphFolder(self.graphs_dir, self.name)
+                self.folder = GraphFolder(self.graphs_dir, self.name, disk_writer(self.crawler))
             except (OSError, GraphNameError) as exc:
                 self._cannot_write(exc)
                 return
@@ -159,6 +161,9 @@ class GraphWriterPipeline(FleetClose):
         page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": sys.intern(adapter["fetched_at"]),  # shared
                 "tier": sys.intern(adapter["tier"]), "quality": adapter.get("quality")}
         self.pages.append(page)
+        offsets = meta.get("link_offsets") if isinstance(meta, dict) else None
+        if offsets:
+            self.link_offsets[file_name] = offsets
         try:
             await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
         except OSError as exc:
@@ -276,7 +281,7 @@ class GraphWriterPipeline(FleetClose):
         old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
         total = self.folder.finish(self.pages, self.titles, self.build.aliases, old_files,
                                    llms_summary(scrape_profile(self.build)), self.local_links,
-                                   PagePool.of(self.crawler).running_executor())
+                                   PagePool.of(self.crawler).running_executor(), self.link_offsets)
         if self.local_links:
             self.crawler.stats.set_value("skillgraph/graph/local_links", total)
             logger.info("Graph %s: %d links between its pages point at their files", self.name, total)

@@ -20,8 +20,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgraph.distributed.assembly import Target, assemble_here
-
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -80,6 +78,9 @@ class FleetClose:
         self.folder.discard()  # the pages are in the fleet's build
         if not self.pages:  # a follower with nothing to do (an llms-full corpus is the leader's): not a failure
             self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
+        # Imported here: a local crawl never loads the assembly (nor redis-py, 70 ms of every start).
+        from skillgraph.distributed.assembly import Target, assemble_here
+
         target = Target(self.graphs_dir, self.name, build.previous, self.allow_shrink, self.local_links, reason)
         try:
             result = await assemble_here(self.crawler, self.share, target)

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 from scrapy.http import Response, TextResponse
 
 from skillgraph.extract.api import Extraction, extract_tree
+from skillgraph.graph_links import link_offsets
 from skillgraph.llms import looks_like_html
 from skillgraph.quality import FAIL, assess
+from skillgraph.quality.structure import markdown_lines
 from skillgraph.render import Shell, detect_shell
 from skillgraph.tiers.attempt import Attempt, code_fences_kept
 
@@ -42,23 +44,37 @@ def page_attempt(tier: str, response: Response, threshold: float, title_hint: st
         return Attempt.failed(tier, response.url, f"the {tier} response has no text", response.status), NOT_A_SHELL, 0
     if root is None:
         root = response.selector.root
-    extraction = extract_tree(root, response.url) if root is not None else Extraction("", "", None)
+    attempt, shell, code_blocks, _ = markup_attempt(tier, response.url, response.status, response.text,
+                                                    response_headers(response), root, threshold, title_hint)
+    return attempt, shell, code_blocks
+
+
+def markup_attempt(tier: str, url: str, status: int, text: str, headers: dict[str, str],
+                   root: etree._Element | None, threshold: float,
+                   title_hint: str = "") -> tuple[Attempt, Shell, int, bytes]:
+    """:func:`page_attempt` of a page given as its parts: no Scrapy response (the page pool's workers build none).
+
+    ``text`` is the decoded page (the quality gates read block signatures in the raw markup), ``root`` its tree.
+    Also returns where the markdown's prose links start (:func:`skillgraph.graph_links.link_offsets`), read
+    from the scan the self-check made and the gates read next: the graph's commit then splices links, no scan.
+    """
+    extraction = extract_tree(root, url) if root is not None else Extraction("", "", None)
     title = extraction.title or title_hint
-    headers = response_headers(response)
-    assessment = assess(response.text, markdown=extraction.markdown, title=title, status=response.status,
-                        headers=headers, url=response.url, threshold=threshold)
+    offsets = link_offsets(extraction.markdown, markdown_lines(extraction.markdown)) if extraction.markdown else b""
+    assessment = assess(text, markdown=extraction.markdown, title=title, status=status,
+                        headers=headers, url=url, threshold=threshold)
     if tier != "html" or (assessment.passed and len(extraction.markdown) >= SHELL_CHECK_BELOW):
         shell = NOT_A_SHELL  # rendered, or real content passed the gates: nothing to look for
     else:
-        shell = detect_shell(root, response.url)
+        shell = detect_shell(root, url)
     veto = f"client-side-rendered shell ({shell.reason})" if shell.is_shell else ""
     if not veto and extraction.structure.status == FAIL:  # the self-check failed on every candidate element
         veto = f"structure self-check failed ({extraction.structure.detail})"
-    code_blocks = sum(1 for _ in root.iter("pre")) if root is not None else 0
-    attempt = Attempt.assessed(tier, response.url, title, extraction.markdown, assessment, response.status,
-                               headers, veto)
+    attempt = Attempt.assessed(tier, url, title, extraction.markdown, assessment, status, headers, veto)
     attempt.reextracted = extraction.reextracted or ""
-    return attempt, shell, code_blocks
+    # Only the next tier's check reads it (a negotiated answer must keep the page's code): counted when one may come.
+    code_blocks = sum(1 for _ in root.iter("pre")) if root is not None and not attempt.passed else 0
+    return attempt, shell, code_blocks, offsets
 
 
 def is_markdown_answer(response: Response) -> bool:

@@ -111,7 +111,8 @@ class TierLadder:
             self.stats.inc_value("skillgraph/tiers/shell_detected")
         shell = result.shell if stage == "html" else None
         code_blocks = result.code_blocks if stage == "html" else int(meta.get("skillgraph_code_blocks", 0))
-        return chain(links, self.settle(response, link, stage, result.attempt, shell, code_blocks, result.sha256))
+        return chain(links, self.settle(response, link, stage, result.attempt, shell, code_blocks, result.sha256,
+                                        result.link_offsets))
 
     async def evaluate(self, response: Response, stage: str, follow: bool) -> PageResult:
         build = Build.of(self.crawler)
@@ -120,12 +121,13 @@ class TierLadder:
         return await PagePool.of(self.crawler).evaluate(response, stage, self.threshold, links)
 
     def settle(self, response: Response, link: str, stage: str, attempt: Attempt, shell: Shell | None,
-               code_blocks: int, sha256: str = "") -> Iterator[Any]:
+               code_blocks: int, sha256: str = "", link_offsets: bytes = b"") -> Iterator[Any]:
         """The document when the tier passed, else the next tier (or the end of the ladder)."""
         meta = response.meta
         self.stats.inc_value(f"skillgraph/tiers/{stage}/{'passed' if attempt.passed else 'failed'}")
         if attempt.passed:
-            yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())], sha256=sha256)
+            yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())], sha256=sha256,
+                                link_offsets=link_offsets)
             return
         skip = shell.skip_render(bool(attempt.block)) if shell else str(meta.get("skillgraph_render_skip") or "")
         yield from self.move_on(response.request, meta, link, attempt, stage, shell is not None and shell.is_shell,
@@ -233,7 +235,7 @@ class TierLadder:
         self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
 
     def document(self, link: str, attempt: Attempt, tier: str, attempts: list[dict[str, Any]],
-                 warned: bool = False, sha256: str = "") -> DocumentItem:
+                 warned: bool = False, sha256: str = "", link_offsets: bytes = b"") -> DocumentItem:
         if attempt.reextracted:
             self.stats.inc_value("skillgraph/tiers/reextracted")
             self.warn("re-extracted", link, f"structure self-check: {attempt.reextracted}", urlsplit(link).netloc)
@@ -246,5 +248,7 @@ class TierLadder:
             "tier_attempts": attempts,
             "tier_warned": warned,
         })
+        if link_offsets and sha256:  # where its links start, in the markdown of this hash (the commit splices)
+            item.meta["link_offsets"] = link_offsets
         self.stats.inc_value(f"skillgraph/tiers/document/{tier}")
         return item

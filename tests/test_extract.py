@@ -168,8 +168,12 @@ def test_generator_family(family: str) -> None:
     assert result.markdown.endswith("\n") and not result.markdown.endswith("\n\n")
 
 
+#: Fixtures of pages no family rule knows, each with its own test below.
+PAGES = {"table-layout"}
+
+
 def test_every_fixture_family_is_covered() -> None:
-    assert {p.stem for p in FIXTURES.glob("*.html")} == set(FAMILIES)
+    assert {p.stem for p in FIXTURES.glob("*.html")} == set(FAMILIES) | PAGES
 
 
 def fenced_bodies(md: str, lang: str) -> list[str]:
@@ -411,3 +415,101 @@ def test_a_term_already_bold_is_not_wrapped_twice() -> None:
                                 "<dt>plain term</dt><dd><p>Text.</p></dd></dl></main>", "http://h/o.html")
     assert "**–dont-backup**" in markdown and "**–mode=*mode***" in markdown and "**plain term**" in markdown
     assert "****" not in markdown
+
+
+# -- generators nobody tuned for (issue 24): old table layouts, pre-formatted blocks, data tables ----------
+
+
+def test_a_table_laid_out_page_is_its_column_under_its_own_heading() -> None:
+    """A hand-written manual laid out in nested tables: no logos, no menu column, no site banner."""
+    result = extract_fixture("table-layout", "https://libfoo.example.org/xmlmem.html")
+    md = result.markdown
+    assert result.title == "Memory Handling", "the page's heading, which <title> says, not the site's <h1>"
+    assert md.startswith("# Memory Handling\n\nThe module `foomem.h` holds"), md[:200]
+    for chrome in ("The Foo C Toolkit Of The Desktop", "Logo", "Campaign Badge", "Developer Menu", "Menu Entry",
+                   "Related links", "Mail Archive Link", "Bug Tracker Link"):
+        assert chrome not in md, chrome
+    assert "[Daniel Author](http://lists.example.org/)" in md, "a link in the content column stays"
+    # <pre> holds code: fenced as shown, a <br> is a line break.
+    assert "```\nint fooMemSetup(fooFreeFunc freeFunc,\n                fooMallocFunc mallocFunc," in md
+    assert "```\nStructure fooMemStats\nstruct _fooMemStats {\n    size_t  allocated\t: bytes in use\n" in md
+    # Data tables stay tables: a parameter list, and a table indented by <blockquote> (not quoted),
+    # its cells of two paragraphs or of a short list on one line each.
+    assert "| *`freeFunc`*: | the routine that frees |\n| --- | --- |\n| *`mallocFunc`*: |" in md
+    assert ("| Setting | Default | Meaning |\n| --- | --- | --- |\n"
+            "| FOO_MEM_MAX | 0 | No limit. Set it to cap the heap. |\n"
+            "| FOO_MEM_DEBUG | 1 | counts blocks; checks frees |") in md
+    assert "> |" not in md
+    assert_output_rules(md)
+
+
+@pytest.mark.parametrize(("title", "expected"), [
+    ("Memory Handling", "Memory Handling"),  # the h1 is the site's: the heading after it is the page's
+    ("The Foo C Toolkit Of The Desktop", "The Foo C Toolkit Of The Desktop"),  # the site's home page
+    ("Toolkit Guide", "The Foo C Toolkit Of The Desktop"),  # nothing says which: the h1 stays the title
+])
+def test_a_site_banner_gives_way_only_when_the_title_names_the_next_heading(title: str, expected: str) -> None:
+    html = (f"<html><head><title>{title}</title></head><body><h1>The Foo C Toolkit Of The Desktop</h1>"
+            "<h2>Memory Handling</h2><p>Every allocation goes through one routine, which an application may"
+            " replace with its own.</p></body></html>")
+    result = extract_html(html)
+    assert result.title == expected
+    assert result.markdown.startswith(f"# {expected}\n")
+    assert ("The Foo C Toolkit" in result.markdown) == (expected != "Memory Handling")
+
+
+def test_a_pre_holding_layout_is_read_as_blocks() -> None:
+    """A <pre> kept around tables and headings for its spacing is a page's structure, not a listing."""
+    md = html_to_markdown("<main><h1>Report</h1><pre><h2>Totals</h2><table><tr><th>Item</th><th>Count</th></tr>"
+                          "<tr><td>files</td><td>12</td></tr></table></pre>"
+                          "<pre>for f in files:\n    count(f)</pre></main>", None)
+    assert "## Totals\n\n| Item | Count |\n| --- | --- |\n| files | 12 |" in md
+    assert "```\nfor f in files:\n    count(f)\n```" in md
+    assert md.count("```") == 2
+
+
+def test_a_note_laid_out_around_an_icon_is_not_a_table() -> None:
+    """DocBook XSL admonition graphics: an icon cell spanning the label and body rows."""
+    md = html_to_markdown('<main><h1>Files</h1><p>Intro.</p><div class="tip"><table border="0" summary="Tip">'
+                          '<tr><td rowspan="2"><img alt="[Tip]" src="images/tip.png"/></td><th align="left">Tip</th>'
+                          '</tr><tr><td><p>Run <code>mount</code> with no arguments.</p></td></tr></table></div>'
+                          "</main>", None)
+    assert "**Tip**\n\nRun `mount` with no arguments." in md
+    assert "[Tip]" not in md and "|" not in md
+
+
+def test_member_lists_keep_their_headings_and_their_rows_a_table() -> None:
+    """A table holding headings (Doxygen's memberdecls): headings stay headings, member rows a pipe table."""
+    md = html_to_markdown('<main><h1>apop_name Struct Reference</h1><table class="memberdecls">'
+                          '<tr class="heading"><td colspan="2"><h2>Data Fields</h2></td></tr>'
+                          '<tr><td class="memItemLeft">char **&#160;</td><td class="memItemRight"><b>col</b></td></tr>'
+                          '<tr class="separator"><td colspan="2">&#160;</td></tr>'
+                          '<tr><td class="memItemLeft">int&#160;</td><td class="memItemRight"><b>colct</b></td></tr>'
+                          '<tr><td class="mdescLeft">&#160;</td><td class="mdescRight">How many columns.</td></tr>'
+                          "</table></main>", None)
+    assert md == ("# apop_name Struct Reference\n\n## Data Fields\n\n|  |  |\n| --- | --- |\n"
+                  "| char \\*\\* | **col** |\n| int | **colct** |\n|  | How many columns. |\n")
+
+
+def test_columns_of_lists_are_not_squeezed_into_a_pipe_table() -> None:
+    """Sphinx's genindex lays links out in columns of lists: each row stays a list item, its lists whole."""
+    items = "".join(f'<li><a href="a.html#f{i}">f{i}()</a></li>' for i in range(12))
+    md = html_to_markdown(f'<main><h1>Index</h1><table class="indextable"><tr><td><ul>{items}</ul></td>'
+                          f"<td><ul>{items}</ul></td></tr><tr><td><ul>{items}</ul></td><td><ul>{items}</ul></td></tr>"
+                          "</table></main>", None)
+    assert "| --- |" not in md and "f11()" in md and "; " not in md
+
+
+def test_a_long_ordered_list_keeps_its_code_a_fence() -> None:
+    """Items 10 and up indent their content four spaces, where a fence is no longer read as one."""
+    items = "".join(f"<li><pre>void f{i}(void);</pre><p>Does thing {i}.</p></li>" for i in range(1, 12))
+    md = html_to_markdown(f"<main><h1>Members</h1><ol>{items}</ol></main>", None)
+    assert "1.\n   ```\n   void f1(void);\n   ```\n\n   Does thing 1." in md
+    assert "10.\n\n```\nvoid f10(void);\n```\n\nDoes thing 10." in md
+    assert not re.search(r"^ {4,}```", md, re.M), "no fence indented four spaces or more"
+
+
+def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
+    md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
+                          "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)
+    assert "| `(obsolete)` QByteArray & | append() |" in md

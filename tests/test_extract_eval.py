@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import lxml.html
 import pytest
 
 from tests.conftest import CORPUS, PYTHON_DOCS, ROOT, corpus_missing_reason
@@ -181,7 +182,8 @@ def test_fidelity_gate_passes_on_debian_doc_packages(tmp_path: Path) -> None:
 
 def fidelity_row(**overrides: float) -> dict[str, Any]:
     row = {"pages": 25, "pre_lines": 1.0, "pre_blocks": 1.0, "fence_junk": 0.0, "headings": 1.0, "tables": 1.0,
-           "text_recall": 0.99, "tags": 0, "pilcrow": 0, "nav": 0, "ms_page": 2.0}
+           "table_rows": 1.0, "titles": 1.0, "repeated_lines": 0.0, "text_recall": 0.99, "tags": 0, "pilcrow": 0,
+           "nav": 0, "ms_page": 2.0}
     return {**row, **overrides}
 
 
@@ -194,13 +196,67 @@ def test_fidelity_gate_fails_on_each_kind_of_regression() -> None:
     bad = json.loads(json.dumps(good))
     bad["postgresql"]["skillgraph"].update(pre_lines=0.9, fence_junk=2.0, tags=3)
     bad["doxygen"]["skillgraph"]["text_recall"] = 0.9  # below trafilatura's
+    bad["doxygen"]["skillgraph"]["table_rows"] = 0.5
     bad["mkdocs"]["skillgraph"]["ms_page"] = 400.0  # the whole run's time ratio goes over 1/3
+    bad["libxml2"]["skillgraph"]["repeated_lines"] = 13.5  # a menu column in every page
     del bad["python"]
+    del bad["qdoc"]  # pinned "optional": gated only where measured
     failures = module.gate_fidelity(bad, pinned)
+    assert not any("qdoc" in f for f in failures), failures
     for needle in ("postgresql: pre_lines", "postgresql: fence_junk", "postgresql: tags", "doxygen: text recall",
+                   "doxygen: table_rows", "libxml2: repeated_lines",
                    "time per page", "fidelity set python missing"):
         assert any(needle in f for f in failures), (needle, failures)
     assert module.gate_fidelity(None, pinned) == ["fidelity sets were not measured"]
     dev_only = {name: res for name, res in good.items() if not pinned["sets"][name].get("held_out")}
     assert module.gate_fidelity(dev_only, pinned, held_out=False) == []
     assert any("fidelity set nodejs missing" in f for f in module.gate_fidelity(dev_only, pinned))
+
+
+def test_table_rows_are_read_through_markup() -> None:
+    """A row is kept when one pipe-table line holds its cells in order, links and code marks aside."""
+    module = load_eval()
+    tool = module.fidelity_tool() if module.FIDELITY_TOOL.is_file() else None
+    if tool is None:
+        pytest.skip(f"shared tool absent: {module.FIDELITY_TOOL}")
+    html = ("<html><body><table><tr><th>Type</th><th>Name</th></tr><tr><td>GTimer *</td><td><code>g_timer_new"
+            "</code> ()</td></tr><tr><td>void</td><td>g_timer_free ()</td></tr></table></body></html>")
+    tree = lxml.html.document_fromstring(html)
+    kept = ("| Type | Name |\n| --- | --- |\n| [GTimer](t.html#GTimer) \\* | `g_timer_new` () |\n"
+            "| void | [g_timer_free](x) () |\n")
+    assert module.table_rows(tool, tree, kept) == (3, 3)
+    as_list = "- **Type:** GTimer \\*\n  **Name:** `g_timer_new` ()\n- **Type:** void\n  **Name:** g_timer_free ()\n"
+    assert module.table_rows(tool, tree, "| Type | Name |\n| --- | --- |\n" + as_list) == (3, 1)
+
+
+def test_pages_are_measured_as_laid_out() -> None:
+    """<br> breaks a line; a page wrapped whole in a chrome-classed element is not all chrome."""
+    module = load_eval()
+    if not module.FIDELITY_TOOL.is_file():
+        pytest.skip(f"shared tool absent: {module.FIDELITY_TOOL}")
+    tool = module.fidelity_tool()
+    data = (b"<html><body><pre>Structure xmlSchemaAnnot<br/>struct _xmlSchemaAnnot</pre>"
+            b"<p>Some words here.</p></body></html>")
+    page, fixes = module.corrected_page(tool, data, tool.page_facts(data))
+    assert fixes == ["br"] and tool.page_facts(page)["pre"] == ["Structure xmlSchemaAnnot\nstruct _xmlSchemaAnnot"]
+    wrapped = (b'<html><body><div class="header" id="qtdocheader"><div class="navigationbar">Qt 5.15</div>'
+               b'<div class="content"><h1 class="title">QString Members</h1><p>The complete list.</p></div></div>'
+               b'<div class="footer"><p>Copyright</p></div></body></html>')
+    facts = tool.page_facts(wrapped)
+    assert facts["visible"] == [] and facts["headings"] == [], "the tool sees nothing of such a page"
+    page, fixes = module.corrected_page(tool, wrapped, facts)
+    assert fixes == ["page-wrapper"]
+    fixed = tool.page_facts(page)
+    assert fixed["headings"] == ["QString Members"] and "complete" in fixed["visible"]
+    assert "copyright" not in fixed["visible"]
+
+
+def test_repeated_lines_count_the_sites_links_on_every_page() -> None:
+    module = load_eval()
+    if not module.FIDELITY_TOOL.is_file():
+        pytest.skip(f"shared tool absent: {module.FIDELITY_TOOL}")
+    tool = module.fidelity_tool()
+    menu = "- [Main Menu Entry](index.html)\n- [Reference Manual](api.html)\n"
+    pages = [f"# Page {i}\n\n{menu}\n## Description\n\nText {i} of [its own](p{i}.html) page.\n" for i in range(8)]
+    assert module.repeated_lines(tool, pages) == 2.0
+    assert module.repeated_lines(tool, [p.replace(menu, "") for p in pages]) == 0.0

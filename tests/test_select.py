@@ -144,3 +144,73 @@ def test_anchor_and_footnote_links_stay_on_the_page_without_landmarks() -> None:
             "</body></html>")
     md = extract_html(html, "https://example.org/docs/notes.html").markdown
     assert "[[1]](#ftn.1)" in md and "[the section](#sec)" in md and "https://example.org#" not in md
+
+
+# -- site chrome without landmarks (issue 24) ----------------------------------------------------------------
+
+LIBXML2 = Path("/usr/share/doc/libxml2/html")
+QDOC = Path("/usr/share/qt5/doc/qtcore")
+
+
+def test_a_site_header_before_the_page_heading_is_left_out() -> None:
+    """SQLite's pages open with a logo, a tagline and two menus in a plain div before the <h1>."""
+    html = ('<html><head><title>PRAGMA Statements</title></head><body><div class="nosearch">'
+            '<a href="index.html"><img src="logo.gif" alt="SiteLogo"></a><div class="tagline">Small. Quick. Sure.'
+            '<br>Pick any two.</div><div class="menu"><ul><li><a href="index.html">HomeItem</a></li>'
+            '<li><a href="about.html">AboutItem</a></li><li><a href="docs.html">DocsItem</a></li>'
+            '<li><a href="download.html">DownloadItem</a></li></ul></div><div class="menu submenu"><ul>'
+            '<li><a href="about.html">AboutItem</a></li><li><a href="support.html">SupportItem</a></li></ul>'
+            "</div></div>"
+            "<h1>PRAGMA Statements</h1><p>The PRAGMA statement is an SQL extension specific to the engine and used"
+            " to modify its operation.</p><p>More prose about pragmas, which are many and varied.</p></body></html>")
+    md = extract_html(html).markdown
+    assert md.startswith("# PRAGMA Statements\n\nThe PRAGMA statement"), md
+    assert "Item" not in md and "SiteLogo" not in md and "Pick any two" not in md
+
+
+def test_links_after_the_page_opened_are_content() -> None:
+    """A synopsis of links after a module header (Haddock), a brief description of links (Doxygen): kept."""
+    html = ("<html><head><title>Data.Maybe</title></head><body><div id=\"module-header\"><p class=\"caption\">"
+            "Data.Maybe</p><p>The Maybe type, and associated operations on optional values.</p></div>"
+            '<div id="synopsis"><ul><li><a href="#t:Maybe">Maybe</a></li><li><a href="#v:maybe">maybe</a></li>'
+            '<li><a href="#v:isJust">isJust</a></li></ul></div><div id="interface"><h1>Documentation</h1>'
+            "<p>The Maybe type encapsulates an optional value.</p></div></body></html>")
+    md = extract_html(html).markdown
+    assert "- [Maybe](#t:Maybe)" in md and "- [isJust](#v:isJust)" in md
+
+
+def test_a_data_table_holding_tables_keeps_its_image_cells() -> None:
+    """docutils' cheat sheet: a data table whose cells hold footnote tables, one cell an image."""
+    html = ('<html><body><div class="document"><h1>Cheat Sheet</h1><p>Every construct of the markup language,'
+            ' one per row, with an example of it.</p><table><thead><tr><th>Markup</th><th>Example</th></tr></thead>'
+            '<tbody><tr><td>Footnote</td><td><table class="footnote"><tr><td class="label">[1]</td><td>Manually '
+            'numbered</td></tr></table></td></tr><tr><td>Directive</td><td><img alt="images/biohazard.png" '
+            'src="images/biohazard.png"></td></tr></tbody></table></div></body></html>')
+    assert "images/biohazard.png" in extract_html(html).markdown
+
+
+def test_libxml2_manual_pages_are_their_column() -> None:
+    """libxml2-doc: a hand-written site in nested tables, with generated API pages."""
+    if not LIBXML2.is_dir():
+        pytest.skip("libxml2-doc not installed")
+    page = extract_html((LIBXML2 / "xmlmem.html").read_bytes(), "http://xmlsoft.org/xmlmem.html")
+    assert page.title == "Memory Management" and page.markdown.startswith("# Memory Management\n\n")
+    for chrome in ("The XML C parser and toolkit of Gnome", "Developer Menu", "Made with Libxml2 Logo",
+                   "Related links", "Bug Tracker"):
+        assert chrome not in page.markdown, chrome
+    api = extract_html((LIBXML2 / "html" / "libxml-valid.html").read_bytes()).markdown
+    assert api.startswith("# Module valid from libxml2\n\nAPI for the DTD handling")
+    assert "```\nStructure xmlAttributeTable\nstruct _xmlHashTable {\n" in api
+    assert "| *`ctxt`*: | the validation context |" in api
+    assert "API Menu" not in api and "Prev" not in api
+
+
+def test_qdoc_member_lists_extract() -> None:
+    """QDoc wraps the whole page in div.header#qtdocheader; the member list is still the page's text."""
+    if not QDOC.is_dir():
+        pytest.skip("qtbase5-doc-html not installed")
+    page = extract_html((QDOC / "qstring-members.html").read_bytes())
+    assert page.title == "List of All Members for QString"
+    assert "This is the complete list of members for [QString](qstring.html)" in page.markdown
+    assert page.markdown.count("\n- ") > 100
+    assert "Qt 5.15.8 Reference Documentation" not in page.markdown and "Copyright" not in page.markdown

@@ -19,9 +19,9 @@ from skillgraph.extract.content import main_content
 from skillgraph.extract.detect import detect
 from skillgraph.extract.inline import Linker, escape
 from skillgraph.extract.render import Renderer
-from skillgraph.extract.select import descend, masses
+from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
 from skillgraph.extract.shape import counts, fence_sources, structure
-from skillgraph.extract.title import head_title, page_title
+from skillgraph.extract.title import head_title, page_title, site_banner
 from skillgraph.extract.toc import INDEX_PAGE_CHARS, with_toc
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
@@ -117,9 +117,12 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     else:
         first = landmark
     tried: list[tuple[etree._Element, Renderer, str, Check]] = []
+    banners: list[tuple[etree._Element, str] | None] = []
     element = first
     while True:
-        renderer, markdown = _render(root, element, url, scores.navbars if scores is not None else None)
+        banner = site_banner(root, element)
+        banners.append(banner)
+        renderer, markdown = _render(root, element, url, _chrome(element, scores, banner[0] if banner else None))
         # checked as it will be written, final newline included (the counts are the same): the
         # quality gates then find this markdown already scanned (quality.structure.markdown_lines)
         check = structure_check(structure(element, page, sources=False), markdown + "\n" if markdown else "",
@@ -141,7 +144,8 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     reextracted = None
     if chosen is not tried[0]:
         reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
-    title = page_title(root, element, generator)
+    banner = banners[next(i for i, t in enumerate(tried) if t is chosen)]
+    title = banner[1] if banner else page_title(root, element, generator)
     if title and not renderer.saw_h1:
         promoted = head_title(markdown, title)
         if promoted is not None:
@@ -150,6 +154,19 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
             markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
     return Extraction(title=title, markdown=markdown + "\n" if markdown else "", generator=generator,
                       structure=check, reextracted=reextracted)
+
+
+def _chrome(element: etree._Element, scores: Scores | None,
+            banner: etree._Element | None) -> set[etree._Element] | None:
+    """What the renderer skips beyond what :func:`classify.kind` says: bars, layout chrome, a site banner."""
+    skip: set[etree._Element] = set()
+    if scores is not None:
+        skip.update(scores.navbars)
+        skip.update(layout_chrome(element, scores))
+        skip.update(leading_chrome(element, scores))
+    if banner is not None:
+        skip.add(banner)
+    return skip or None
 
 
 _UNSEEN = frozenset(["script", "style", "noscript", "template", "link", "meta"])

@@ -1,15 +1,21 @@
-"""Markdown block assembly shared by the walker, containers and tables.
+"""Markdown block assembly shared by the walker, containers and tables, and the walker's interface.
 
 Blocks are plain strings; these helpers join, indent and quote them so that
 nested structures (code inside a list item inside an admonition) stay valid
-markdown at any depth.
+markdown at any depth.  :class:`Walker` is what the handlers of docs containers
+(:mod:`containers`), tables (:mod:`tables`) and index pages (:mod:`toc`) ask of
+the walker that calls them: the walker (:mod:`render`) depends on them, never
+the other way round.
 """
 
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Protocol
 
-from skillgraph.extract.inline import guard_line, squash
+from lxml import etree
+
+from skillgraph.extract.inline import Linker, guard_line, squash
 
 BR = "\x01"  # hard line break marker inside a paragraph (never whitespace to str.split)
 
@@ -38,6 +44,40 @@ class Out:
                 para = guard_line(para)
         if para:
             self.blocks.append(para)
+
+
+class Walker(Protocol):
+    """The block walker as its handlers see it (:class:`skillgraph.extract.render.Renderer`)."""
+
+    linker: Linker  #: link targets, resolved against the page
+    skip: set[etree._Element] | None  #: more chrome to skip than :func:`classify.kind` says
+    in_cell: int  #: depth of table cells being rendered (code stays inline there)
+    tab_queue: list[str]  #: tab labels waiting for their panels, in order
+    tab_by_id: dict[str, str]  #: tab labels by the id of their panel or tab
+
+    def blocks(self, el: etree._Element, exclude: etree._Element | None = None) -> list[str]:
+        """Blocks for the children of ``el`` (``exclude``: one child to leave out)."""
+        ...
+
+    def blocks_of(self, el: etree._Element) -> list[str]:
+        """Blocks of ``el`` itself (not only its children)."""
+        ...
+
+    def one_line(self, el: etree._Element) -> str:
+        """Content of ``el`` as a single line."""
+        ...
+
+    def walk(self, el: etree._Element, out: Out, exclude: etree._Element | None = None) -> None:
+        """Render the children of ``el`` into ``out``."""
+        ...
+
+    def block(self, el: etree._Element, out: Out) -> None:
+        """Render ``el`` as a block of its own."""
+        ...
+
+    def element(self, el: etree._Element, out: Out) -> None:
+        """Render ``el`` by its tag alone."""
+        ...
 
 
 def is_list_block(block: str) -> bool:
@@ -75,20 +115,26 @@ def quote_lines(text: str) -> str:
     return "\n".join("> " + line if line else ">" for line in text.split("\n"))
 
 
-def hoist_fences(items: list[tuple[str, list[str]]]) -> list[str]:
-    """A nested list whose items hold code: fenced blocks step out to the enclosing item.
+def hoist_fences(items: list[tuple[str, list[str]]], nested: bool = True) -> list[str]:
+    """A list whose items hold code too deep: fenced blocks step out to the enclosing level.
 
-    Inside a nested list item a fence is indented four spaces or more, which line-based
-    readers (chunkers, fence-pairing scripts) do not take for a fence and which then pairs
-    every later fence wrongly. The fence and what follows it in its item are written at
-    the enclosing item's level; the next item starts a new list (numbering continues).
+    Inside a nested list item, or an item of a long ordered list (``10.`` indents its content
+    four spaces), a fence is indented four spaces or more, which line-based readers (chunkers,
+    fence-pairing scripts, CommonMark's own rule for a fence outside a list) do not take for a
+    fence and which then pairs every later fence wrongly. The fence and what follows it in its
+    item are written at the enclosing level; the next item starts a new list (numbering
+    continues).  Not ``nested``: only the items whose marker is that wide step out.
     """
     out: list[str] = []
     run: list[str] = []
     for marker, blocks in items:
         cut = next((i for i, b in enumerate(blocks) if b.startswith("```")), len(blocks))
+        if not nested and len(marker) <= 2:
+            cut = len(blocks)  # "-" or "9.": its fences sit three spaces in, still fences
         if cut:
             run.append(indent_item(marker, blocks[:cut]))
+        elif marker != "-":
+            run.append(marker)  # "10." alone: the item's number stays, its code follows
         if cut < len(blocks):
             if run:
                 out.append("\n".join(run))

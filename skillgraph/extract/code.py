@@ -146,6 +146,20 @@ def fence(code: str, lang: str = "") -> str:
     return f"{bar}{lang}\n{code}\n{bar}"
 
 
+#: What a browser draws as boxes, not as lines of text: a ``<pre>`` holding one lays a page out.
+_LAYOUT_TAGS = ("table", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "blockquote")
+
+
+def lays_out(pre: etree._Element) -> bool:
+    """Does this ``<pre>`` hold layout (tables, headings, lists) rather than code or literal text?
+
+    Some generators wrap a whole page, or a box of it, in ``<pre>`` to keep its spacing; what
+    it holds is then a page's structure, read as blocks, not a listing to fence.  Line
+    elements (``div``, ``span``, ``br``) are how highlighters write code and do not count.
+    """
+    return next(pre.iter(*_LAYOUT_TAGS), None) is not None
+
+
 def code_block(pre: etree._Element) -> str | None:
     """Markdown for a ``<pre>`` element (None when it holds no code)."""
     code = code_text(pre)

@@ -9,11 +9,9 @@ signature followed by its description.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lxml import etree
 
-from skillgraph.extract.blocks import Out, is_list_block, quote_lines
+from skillgraph.extract.blocks import Out, Walker, is_list_block, quote_lines
 from skillgraph.extract.classify import (
     ADMONITION,
     ADMONITION_TOKENS,
@@ -31,14 +29,11 @@ from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import fenced_blocks
 
-if TYPE_CHECKING:
-    from skillgraph.extract.render import Renderer
-
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
 
-def special(r: Renderer, el: etree._Element, tag: str, flags: int, out: Out) -> None:
+def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> None:
     """Render an element whose class or role (``flags``, from :func:`kind`) says more than its tag."""
     if flags & CODE and el.find(".//pre") is None:
         out.flush()
@@ -97,7 +92,7 @@ def _title(el: etree._Element) -> tuple[etree._Element | None, str]:
     return None, _label_from_classes(el)
 
 
-def admonition(r: Renderer, el: etree._Element, out: Out) -> None:
+def admonition(r: Walker, el: etree._Element, out: Out) -> None:
     """``> **Note:** body`` for every admonition family."""
     out.flush()
     antora = el.find("table//td") if el.find("table") is not None else None
@@ -121,16 +116,17 @@ def admonition(r: Renderer, el: etree._Element, out: Out) -> None:
             body.insert(0, lead)
     if not body:
         return
-    if any(fenced_blocks(block) for block in body):
+    if any(block.startswith("|") or fenced_blocks(block) for block in body):
         # An admonition holding code (a fenced block anywhere in its body, as skillgraph.markdown
-        # reads it) keeps its label and its blocks unquoted: a quoted fence ("> ```") is lost on
-        # naive line-based readers of the graph (an agent's grep, a fence-pairing script).
+        # reads it) or a table keeps its label and its blocks unquoted: a quoted fence ("> ```")
+        # or table ("> |") is lost on naive line-based readers of the graph (an agent's grep, a
+        # fence-pairing script, a pipe-table reader).
         out.blocks.extend(body)
     else:
         out.blocks.append(quote_lines("\n\n".join(body)))
 
 
-def details(r: Renderer, el: etree._Element, out: Out) -> None:
+def details(r: Walker, el: etree._Element, out: Out) -> None:
     """A collapsible block: its summary as a bold line, then its content."""
     out.flush()
     summary = el.find("summary")
@@ -143,7 +139,7 @@ def details(r: Renderer, el: etree._Element, out: Out) -> None:
     out.blocks.extend(r.blocks(el, exclude=summary))
 
 
-def remember_tabs(r: Renderer, tablist: etree._Element) -> None:
+def remember_tabs(r: Walker, tablist: etree._Element) -> None:
     """Record tab labels so the following tab panels can be labelled."""
     for tab in _find_tabs(tablist):
         label = plain_text(tab)
@@ -153,7 +149,7 @@ def remember_tabs(r: Renderer, tablist: etree._Element) -> None:
                 r.tab_by_id[key] = label
 
 
-def tab_label(r: Renderer, panel: etree._Element) -> str:
+def tab_label(r: Walker, panel: etree._Element) -> str:
     """Label of a tab panel: by ARIA ids when present, else by order."""
     for key in (panel.get("aria-labelledby"), panel.get("id")):
         if key and key in r.tab_by_id:
@@ -164,7 +160,7 @@ def tab_label(r: Renderer, panel: etree._Element) -> str:
     return r.tab_queue.pop(0) if r.tab_queue else ""
 
 
-def tabset(r: Renderer, el: etree._Element, out: Out) -> None:
+def tabset(r: Walker, el: etree._Element, out: Out) -> None:
     """MkDocs Material ``tabbed-set``: labels are ``<label>``s, panels ``tabbed-block``s."""
     out.flush()
     labels: list[str] = []
@@ -192,7 +188,7 @@ def signature(dt: etree._Element, out: Out) -> None:
         out.blocks.append(f"**{code_span(text)}**")
 
 
-def deflist(r: Renderer, el: etree._Element, out: Out, api: bool = False) -> None:
+def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
     """Terms as bold lines (signatures as code), definitions as the blocks after them."""
     out.flush()
     api = api or bool(kind(el, "dl") & SIGNATURE)
@@ -217,7 +213,7 @@ def deflist(r: Renderer, el: etree._Element, out: Out, api: bool = False) -> Non
             out.blocks.extend(r.blocks_of(child))
 
 
-def math(r: Renderer, el: etree._Element, out: Out) -> None:
+def math(r: Walker, el: etree._Element, out: Out) -> None:
     """MathML as its TeX annotation when there is one (KaTeX, MathJax), else its text."""
     found = _find_tex(el)
     tex = (found[0].text or "").strip() if found else " ".join(text_of(el).split())

@@ -111,6 +111,10 @@ class Renderer:
         out.flush()
         if len(el) == 1 and el[0].tag == "pre" and not (el.text or "").strip():
             el = el[0]  # <pre><pre>: trafilatura's HTML output, pretty-printed around the real block
+        if code.lays_out(el):
+            self.walk(el, out)  # a page's structure kept in <pre> for its spacing: blocks, not a fence
+            out.flush()
+            return
         block = code.code_block(el)
         if block:
             out.blocks.append(block)
@@ -139,8 +143,9 @@ class Renderer:
                 items.append((marker, blocks))
         if not items:
             return
-        if self.list_depth and any(b.startswith("```") for _, blocks in items for b in blocks):
-            out.blocks.extend(hoist_fences(items))
+        fenced = [m for m, blocks in items if any(b.startswith("```") for b in blocks)]
+        if fenced and (self.list_depth or max(map(len, fenced)) > 2):
+            out.blocks.extend(hoist_fences(items, nested=bool(self.list_depth)))
         else:
             out.blocks.append("\n".join(indent_item(m, b) for m, b in items))
 
@@ -158,8 +163,10 @@ class Renderer:
     def quote(self, el: etree._Element, out: Out) -> None:
         out.flush()
         blocks = self.blocks(el)
-        if any(b.startswith("```") for b in blocks):
-            out.blocks.extend(blocks)  # an indented block holding code (reST block quotes): fences unquoted
+        if any(b.startswith(("```", "|")) for b in blocks):
+            # an indented block holding code (reST block quotes) or a table (old sites indent tables
+            # with <blockquote>): fences and pipe tables stay at the lowest depth, unquoted
+            out.blocks.extend(blocks)
         elif blocks:
             out.blocks.append(quote_lines("\n\n".join(blocks)))
 
@@ -180,9 +187,16 @@ class Renderer:
         if (not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
                 and not "".join(out.inline).strip()):
             out.flush()  # a multi-line <code> standing alone is a code block without its <pre>
-            out.blocks.append(code.fence(text.strip("\n").rstrip(), code.language(el)))
+            # read as a <pre> is: a <br> inside (Javadoc's signatures) breaks its line too
+            body = code.code_text(el) if len(el) else text.strip("\n").rstrip()
+            out.blocks.append(code.fence(body, code.language(el)))
             return
-        out.inline.append(code_span(text))
+        span = code_span(text)
+        if span and text[-1:].isspace():
+            span += " "  # "<code>(obsolete) </code>int": the space shows between them, outside the span
+        if span and text[:1].isspace():
+            span = " " + span
+        out.inline.append(span)
 
     def link(self, el: etree._Element, out: Out) -> None:
         start, nblocks = len(out.inline), len(out.blocks)

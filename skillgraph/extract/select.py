@@ -19,6 +19,11 @@ mass (an old page's content column), never into a data table.
 :func:`candidates` returns the elements to try in order; the extractor renders
 the first and its self-check (:mod:`skillgraph.quality.structure`) moves on to
 the next when the markdown lost the page's structure.
+
+Inside the element chosen, site chrome that no class names is found by structure
+(:func:`layout_chrome`: the menu column and logo row of a page laid out in nested
+tables; :func:`leading_chrome`: menus before the page's heading) and skipped by the
+renderer, like the navigation bars.
 """
 
 from __future__ import annotations
@@ -157,6 +162,100 @@ def masses(body: etree._Element) -> Scores:
             continue
         figures[el] = (total, raw, links, heads, holds_bar)
     return scores
+
+
+#: A layout cell whose link text is at least this share of its text, beside the row's content cell, is a menu.
+MENU_LINK_SHARE = 0.6
+#: ... and it holds at least this many links (one linked word in a cell is a table's data).
+MENU_LINKS = 3
+_CELLS = frozenset(["td", "th"])
+_nested_table = etree.XPath("boolean(descendant::table)")
+
+
+def _own_rows(table: etree._Element) -> list[etree._Element]:
+    rows = []
+    for child in table:
+        if child.tag == "tr":
+            rows.append(child)
+        elif child.tag in _TABLE_PARTS:
+            rows.extend(tr for tr in child if tr.tag == "tr")
+    return rows
+
+
+def _menu(figures: Figures, el: etree._Element) -> bool:
+    """Is ``el`` a menu or a logo: no heading, and only linked images or mostly three links' text or more?
+
+    A paragraph is never one, whatever its links: it is prose.
+    """
+    _, raw, links, heads, _ = figures
+    if heads:
+        return False
+    if raw == 0:  # linked images (logos, icons); an image alone in a cell is a table's data
+        return next((a for a in el.iter("a") if a.get("href") is not None), None) is not None
+    if el.tag in _LEAVES:  # a paragraph of linked words is prose (Doxygen's brief description)
+        return False
+    return links >= MENU_LINK_SHARE * raw and sum(1 for _ in el.iter("a")) >= MENU_LINKS
+
+
+def leading_chrome(el: etree._Element, scores: Scores) -> set[etree._Element]:
+    """Blocks before the page's first heading that are menus or logos (a site header without landmarks).
+
+    SQLite's pages open with a logo, a tagline and two menus in a plain ``div`` before the
+    ``<h1>``; Node.js's index page with its menu column.  The page starts at its heading, and
+    the blocks that come first, before it, each mostly links, are the site's.  Only the first
+    heading of level 1 or 2 anchors this, and only a leading run of menus: once a block of
+    another kind comes (Haddock's module header, then its synopsis), the rest is the page's.
+    """
+    found: set[etree._Element] = set()
+    figures = scores.figures
+    node = el
+    while node.tag not in ("h1", "h2"):
+        nxt = None
+        for child in node:
+            got = figures.get(child)
+            if got is None or not (got[0] or got[1] or got[3] or len(child)):
+                continue  # chrome already skipped, or nothing shown
+            if got[3]:  # holds a heading
+                nxt = child
+                break
+            if not _menu(got, child):
+                return found  # the page opened with something else than a menu: it starts here
+            found.add(child)
+        if nxt is None or (nxt.tag in HEADINGS and nxt.tag not in ("h1", "h2")):
+            return set()  # no h1/h2 first: nothing is before the page's heading
+        node = nxt
+    return found
+
+
+def layout_chrome(el: etree._Element, scores: Scores) -> set[etree._Element]:
+    """The cells of ``el``'s layout tables that are site chrome: a menu column, a row of logos.
+
+    Old hand-written sites (libxml2's, many C libraries') lay every page out in nested tables:
+    a banner row of logo links above the title, a menu column of link lists beside the page's
+    column.  In a table that lays a page out (it holds another table), each row's cell of most
+    mass is content; beside it, a cell with no text but its links' (logos, icons) or whose text
+    is mostly the text of three links or more, with no heading (menus), is chrome.  Rows of
+    data tables are never judged: a table of function names, every cell a link, holds no table.
+    """
+    found: set[etree._Element] = set()
+    figures = scores.figures
+    for table in el.iter("table"):
+        if table not in figures or not _nested_table(table):
+            continue  # chrome already skipped, or a data table
+        rows = _own_rows(table)
+        if not rows or rows[0].getparent().tag == "thead" or any(c.tag == "th" for c in rows[0]):
+            continue  # a header row: a data table (docutils' cheat sheet holds footnote tables)
+        for tr in rows:
+            cells = [c for c in tr if c.tag in _CELLS and c in figures]
+            if len(cells) < 2:
+                continue
+            best = max(cells, key=scores.get)
+            for cell in cells:
+                if cell is best:
+                    continue
+                if _menu(figures[cell], cell):
+                    found.add(cell)
+    return found
 
 
 def _best_cell(table: etree._Element, scores: Scores) -> etree._Element | None:

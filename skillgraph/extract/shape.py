@@ -13,6 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.code import lays_out
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
 
@@ -79,6 +80,8 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
             continue  # <pre><pre> wrappers and line-number gutters are one block
         if tag == "div" and el.find(".//pre") is not None:
             continue  # a code wrapper: its <pre> is the block
+        if tag == "pre" and lays_out(el):
+            continue  # layout kept in <pre> is written as blocks, never fenced
         if _text(el) and _visible(el, scope, memo):
             blocks += 1
     return Counts(blocks, found, headings)

@@ -5,41 +5,59 @@ Spans are laid out on the grid first: a ``colspan`` cell fills its first
 column, a ``rowspan`` cell is repeated in each row it covers (so every row
 reads on its own, as a chunk of it may), and several header rows (Sphinx
 grid tables with a spanning group header) merge into one label per column,
-``Info / O``.  Tables with a nested table or block content in a cell (code,
-lists, several blocks of which one is not a paragraph) become a list: one
-item per row, each cell led by its column label in bold; a single such row is
-layout, its blocks are written in order.  Never raw HTML.
-Pygments line-number tables (``table.highlighttable``) are code blocks, not
-tables.
+``Info / O``.  A cell's blocks that read on one line (paragraphs, a short list,
+a quote) are flattened into it: data tables carry such cells here and there.
+Tables with a nested table or block content in a cell that does not flatten
+(code, long or nested lists), or whose cells of lists outnumber its cells of
+text (columns of links), become a list: one item per row, each cell led by its
+column label in bold; a single such row is layout, its blocks are written in
+order.  Layout is never a pipe table: a table holding headings (Doxygen's member
+lists) keeps its headings and writes only its runs of data rows as tables, and
+a note boxed around an icon (DocBook's admonition graphics) is written as its
+text.  Never raw HTML.  Pygments line-number tables (``table.highlighttable``)
+are code blocks, not tables.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from lxml import etree
 
-from skillgraph.extract.blocks import Out, indent_item, is_list_block
+from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.code import code_block
-
-if TYPE_CHECKING:
-    from skillgraph.extract.render import Renderer
+from skillgraph.extract.inline import text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
 _CELLS = frozenset(["td", "th"])
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
-def _layout(r: Renderer, el: etree._Element, out: Out) -> None:
-    """A table that holds headings lays a page out (Doxygen member lists): rows as blocks, headings kept."""
+def _layout(r: Walker, el: etree._Element, out: Out) -> None:
+    """A table that holds headings lays a page out (Doxygen member lists): headings kept, data kept a table.
+
+    Its rows holding a heading or blocks are written as blocks; each run of rows between them
+    whose cells are inline text (a member's type and name, its brief description) is data and
+    becomes a pipe table (an empty header: the rows are items, none labels the others).  Rows
+    with no text (Doxygen's separators) are left out.
+    """
+    run: list[list[str]] = []
     for tr, _ in _rows(el):
+        if r.skip and tr in r.skip:
+            continue
+        cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP and not (r.skip and c in r.skip)]
+        rendered = [r.blocks(cell) for cell in cells]
+        if not any(rendered):
+            continue  # a separator row
+        if len(cells) >= 2 and not any(_is_block(b) for blocks in rendered for b in blocks):
+            run.append([_cell_text(blocks) for blocks in rendered])
+            continue
+        _flush_run(run, out)
         line: list[str] = []
-        for cell in tr:
-            if cell.tag not in _CELLS or kind(cell, str(cell.tag)) & SKIP:
-                continue
-            for block in r.blocks(cell):
+        for blocks in rendered:
+            for block in blocks:
                 if _is_block(block):
                     if line:
                         out.blocks.append(" ".join(line))
@@ -49,6 +67,53 @@ def _layout(r: Renderer, el: etree._Element, out: Out) -> None:
                     line.append(block.replace("\\\n", " ").replace("\n", " "))
         if line:
             out.blocks.append(" ".join(line))
+    _flush_run(run, out)
+
+
+def _flush_run(run: list[list[str]], out: Out) -> None:
+    """Data rows found in a layout table: a pipe table from two rows on, else a line."""
+    if len(run) >= 2:
+        width = max(len(row) for row in run)
+        lines = ["|" + "  |" * width, "|" + " --- |" * width]
+        lines.extend("| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in run)
+        out.blocks.append("\n".join(lines))
+    elif run:
+        out.blocks.append(" ".join(text for text in run[0] if text))
+    run.clear()
+
+
+#: An icon column lays out a note: its table has at most this many rows (a label row and a body row).
+ICON_LAYOUT_ROWS = 3
+
+
+def _icon_layout(table: etree._Element) -> bool:
+    """Is the table a box around a note, its first column an icon (DocBook's admonition graphics)?
+
+    ``<tr><td rowspan=2><img alt="[Tip]"></td><th>Tip</th></tr><tr><td>text</td></tr>``: a
+    cell holding nothing but an image spans every row beside the content.  Such a table lays
+    a note out; as a pipe table it would read ``| [Tip] | Tip |``.
+    """
+    rows = [tr for tr, _ in _rows(table)]
+    if not rows or len(rows) > ICON_LAYOUT_ROWS:
+        return False
+    for cell in rows[0]:
+        if cell.tag in _CELLS and (len(rows) == 1 or _span(cell, "rowspan") >= len(rows)) \
+                and cell.find(".//img") is not None and not text_of(cell).strip():
+            return True
+    return False
+
+
+def _unboxed(r: Walker, table: etree._Element, out: Out) -> None:
+    """A note laid out in a table: its cells' blocks in order, the icon left out, a header cell as a bold label."""
+    for tr, _ in _rows(table):
+        for cell in tr:
+            if cell.tag not in _CELLS or kind(cell, str(cell.tag)) & SKIP or not text_of(cell).strip():
+                continue
+            blocks = r.blocks(cell)
+            if cell.tag == "th" and len(blocks) == 1 and not _is_block(blocks[0]):
+                out.blocks.append(f"**{blocks[0]}**")
+            else:
+                out.blocks.extend(blocks)
 
 
 def _rows(table: etree._Element) -> Iterator[tuple[etree._Element, bool]]:
@@ -73,7 +138,7 @@ def _is_block(block: str) -> bool:
     return block.startswith(("> ", "|", "#", "$$")) or is_list_block(block)
 
 
-def table(r: Renderer, el: etree._Element, out: Out) -> None:
+def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
     if "highlighttable" in (el.get("class") or ""):
@@ -85,18 +150,22 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
     if next(el.iter(*_HEADINGS), None) is not None:
         _layout(r, el, out)
         return
+    if _icon_layout(el):
+        _unboxed(r, el, out)
+        return
     caption = el.find("caption")
     if caption is not None:
         out.blocks.extend(r.blocks(caption))
     grid: list[list[list[str]]] = []
     head_rows = 0
     complex_ = False
+    flattened = plain = 0  # cells holding blocks that read on one line; cells of inline text
     spans: dict[int, tuple[int, list[str]]] = {}  # column -> (rows still covered, blocks)
     for tr, in_head in _rows(el):
         if r.skip and tr in r.skip:
             continue  # a navigation bar laid out as a row
         row: list[list[str]] = []
-        cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP]
+        cells = [c for c in tr if c.tag in _CELLS and not kind(c, str(c.tag)) & SKIP and not (r.skip and c in r.skip)]
         # still in the leading run of header rows
         is_head = head_rows == len(grid) and (in_head or (bool(cells) and all(c.tag == "th" for c in cells)))
         for cell in cells:
@@ -108,7 +177,13 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
                 r.in_cell -= 1
             rowspan = _span(cell, "rowspan")
             nested = not complex_ and cell.find(".//table") is not None
-            if nested or any(_is_block(b) for b in blocks):
+            if any(_is_block(b) for b in blocks):
+                flattened += 1
+                if _flatten(blocks) is None:
+                    complex_ = True
+            elif blocks:
+                plain += 1
+            if nested:
                 complex_ = True
             for _ in range(_span(cell, "colspan")):
                 if rowspan > 1:
@@ -122,6 +197,8 @@ def table(r: Renderer, el: etree._Element, out: Out) -> None:
             head_rows += is_head
     if not grid:
         return
+    if flattened > plain:
+        complex_ = True  # columns of lists lay links out (Sphinx's genindex): not data with a list here and there
     if head_rows == len(grid):  # header cells only: the first row labels the rest
         head_rows = min(head_rows, 1)
     labels = _labels(grid[:head_rows])
@@ -147,7 +224,42 @@ def _carry(row: list[list[str]], spans: dict[int, tuple[int, list[str]]]) -> Non
         row.append(blocks)
 
 
+#: A list of more items than this in a cell does not read on one line: the table becomes a list of rows.
+FLAT_ITEMS = 8
+_ITEM = re.compile(r"(?:-|\d{1,9}\.) ")
+
+
+def _flatten(blocks: list[str]) -> list[str] | None:
+    """A cell's blocks as inline text when they read on one line, else None (code, tables, nested lists).
+
+    A data table's cell may hold a short list (SQLite's opcode table: ``P2=='A' → BLOB`` ...),
+    a quote or a heading; the table stays a pipe table, its list items joined by ``;``.
+    """
+    flat = []
+    for block in blocks:
+        if not _is_block(block):
+            flat.append(block)
+        elif is_list_block(block):
+            lines = block.split("\n")
+            items = [_ITEM.match(line) for line in lines]
+            if not all(items) or len(items) > FLAT_ITEMS:
+                return None  # nested lists, several paragraphs in an item
+            flat.append("; ".join(line[m.end():] for line, m in zip(lines, items, strict=True) if m))
+        elif block.startswith("> "):
+            lines = [line[2:] if line.startswith("> ") else "" for line in block.split("\n")]
+            if any(_is_block(line) for line in lines):
+                return None
+            flat.append(" ".join(line for line in lines if line))
+        elif block.startswith("#"):
+            flat.append(block.lstrip("#").strip())
+        else:
+            return None  # code, a table, display math
+    return flat
+
+
 def _cell_text(blocks: list[str]) -> str:
+    if any(_is_block(b) for b in blocks):
+        blocks = _flatten(blocks) or blocks
     text = " ".join(blocks).replace("\\\n", " ").replace("\n", " ")
     return text.replace("|", "\\|") if "|" in text else text
 

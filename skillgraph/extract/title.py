@@ -50,13 +50,63 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
         # A title block left outside the content column (Doxygen ``div.title``).
         found = next((el for el in _title_class(root) if "title" in el.get("class", "").split()), None)
         if found is not None and not _inside(found, main):
-            text = plain_text(found)
+            text = _own_line(found)
             if 0 < len(text) <= 200:
                 return text
     title = root.find("head/title")
     if title is None:
         title = root.find(".//title")
     return _clean_title(title.text or "") if title is not None and title.text else ""
+
+
+_HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+
+
+def site_banner(root: etree._Element, main: etree._Element) -> tuple[etree._Element, str] | None:
+    """The content's ``<h1>`` when it names the site, not the page, with the page's own heading text.
+
+    Old hand-written sites print the site's name as the ``<h1>`` of every page and the page's
+    heading right after it (libxml2: ``<h1>The XML C parser and toolkit of Gnome</h1>
+    <h2>Memory Management</h2>`` under ``<title>Memory Management</title>``).  The ``<title>``
+    tells them apart: the banner's words are not all in it, the heading after it says it.  The
+    banner is then left out and the heading is the page's title.
+    """
+    h1 = _h1_in(main) if main.tag != "h1" else main
+    if h1 is None:
+        return None
+    title = root.find("head/title")
+    said = _words(title.text or "") if title is not None else set()
+    banner = _words(plain_text(h1))
+    if not said or not banner or banner <= said:
+        return None
+    for seen, sib in enumerate(h1.itersiblings()):
+        if seen >= 3 or not isinstance(sib.tag, str):
+            break
+        if sib.tag in _HEADING_TAGS:
+            text = plain_text(sib)
+            words = _words(text)
+            return (h1, text) if words and words <= said else None
+    return None
+
+
+_BLOCK_TAGS = frozenset(["div", "p", "ul", "ol", "dl", "table", "pre", "blockquote"])
+
+
+def _own_line(el: etree._Element) -> str:
+    """The text of a title block without the blocks inside it.
+
+    Doxygen's ``div.title`` holds the title and, as a ``div.ingroups`` inside it, the groups
+    the page belongs to: ``apop_name Struct Reference`` is the title, not
+    ``apop_name Struct ReferencePublic functions, structs, and types``.
+    """
+    if next((d for d in el.iterdescendants() if d.tag in _BLOCK_TAGS), None) is None:
+        return plain_text(el)
+    parts = [el.text or ""]
+    for child in el:
+        if child.tag not in _BLOCK_TAGS and isinstance(child.tag, str):
+            parts.append(plain_text(child))
+        parts.append(child.tail or "")
+    return squash("".join(parts))
 
 
 def _inside(el: etree._Element, scope: etree._Element) -> bool:

@@ -9,14 +9,10 @@ their links, are the content. Only the top levels are kept: Sphinx's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lxml import etree
 
+from skillgraph.extract.blocks import Walker
 from skillgraph.extract.inline import escape, plain_text
-
-if TYPE_CHECKING:
-    from skillgraph.extract.render import Renderer
 
 #: Below this many characters a page is an index page whose table of contents is its content.
 INDEX_PAGE_CHARS = 400
@@ -25,7 +21,7 @@ TOC_DEPTH = 2
 _LISTS = frozenset(["ul", "ol", "dl"])
 
 
-def _toctrees(renderer: Renderer, body: etree._Element) -> list[str]:
+def _toctrees(renderer: Walker, body: etree._Element) -> list[str]:
     """Sphinx toctrees: the first level (``li.toctree-l1``), links kept."""
     items = []
     for toc in body.iter("div"):
@@ -39,7 +35,7 @@ def _toctrees(renderer: Renderer, body: etree._Element) -> list[str]:
     return items
 
 
-def _generic_toc(renderer: Renderer, body: etree._Element) -> list[str]:
+def _generic_toc(renderer: Walker, body: etree._Element) -> list[str]:
     """The first ``.toc`` container (DocBook ``div.toc``, many themes): its links, nested by list depth."""
     toc = next((el for el in body.iter("div", "nav", "dl", "ul", "ol")
                 if "toc" in (el.get("class") or "").split()), None)
@@ -65,7 +61,7 @@ def _generic_toc(renderer: Renderer, body: etree._Element) -> list[str]:
     return items
 
 
-def with_toc(renderer: Renderer, body: etree._Element, markdown: str, page: etree._Element | None = None) -> str:
+def with_toc(renderer: Walker, body: etree._Element, markdown: str, page: etree._Element | None = None) -> str:
     """``markdown`` followed by the table of contents of ``body`` (else of ``page``), when there is one."""
     items = _toctrees(renderer, body) or _generic_toc(renderer, body)
     if not items and page is not None and page is not body:

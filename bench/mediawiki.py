@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from skillgraph.mediawiki import article_url  # noqa: E402
+from skillgraph.strategy.mediawiki import article_url  # noqa: E402
 from tests.wiki import start_wiki, stop_wiki  # noqa: E402
 
 PLAIN = """

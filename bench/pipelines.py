@@ -35,11 +35,11 @@ from scrapy import Spider  # noqa: E402
 from scrapy.utils.misc import build_from_crawler  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
+from skillgraph.build.state import SqliteState  # noqa: E402
 from skillgraph.items import DocumentItem  # noqa: E402
 from skillgraph.pipelines.dedup import ContentDedupPipeline  # noqa: E402
 from skillgraph.pipelines.dual_write import DualWritePipeline  # noqa: E402
 from skillgraph.pipelines.graph import GraphWriterPipeline  # noqa: E402
-from skillgraph.state import SqliteState  # noqa: E402
 from tests.conftest import PYTHON_DOCS  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 from tests.servers import SiteServer  # noqa: E402

@@ -23,7 +23,7 @@ crawl -> worker), its manager thread (unpickling results, worker -> crawl), the
 asyncio threads (page files and disk items written off the reactor).
 
 In the page workers, :func:`timed_evaluate` stands in for
-:func:`skillgraph.pagework.evaluate` and times its steps: decoding, parsing,
+:func:`skillgraph.page.pool.evaluate` and times its steps: decoding, parsing,
 content selection, markdown rendering, the structure self-check, assessment,
 the shell check, links, hashing. Each page's figures travel back with its
 result; a worker's own CPU outside them (unpickling jobs, pickling results) is
@@ -215,9 +215,9 @@ class StageClock:
         return cls(crawler)
 
     def _patch_pool(self) -> None:
-        import skillgraph.pagework as pagework
-        from skillgraph.graph_folder import GraphFolder
-        from skillgraph.pages import PageCallbacks
+        import skillgraph.page.pool as pagework
+        from skillgraph.graph.folder import GraphFolder
+        from skillgraph.page.callbacks import PageCallbacks
         from skillgraph.tiers.ladder import TierLadder
 
         clock = self.clock
@@ -352,7 +352,7 @@ def _patch_worker() -> Clock:
         return _WORKER_CLOCK
     clock = _WORKER_CLOCK = Clock()
     import skillgraph.extract.api as api
-    import skillgraph.pagework as pagework
+    import skillgraph.page.pool as pagework
     import skillgraph.tiers.evaluate as tiers_evaluate
 
     stages = {
@@ -376,7 +376,7 @@ def _patch_worker() -> Clock:
 
 
 def timed_evaluate(job: Any) -> Any:
-    """:func:`skillgraph.pagework.evaluate`, its steps timed; the figures ride back on the result."""
+    """:func:`skillgraph.page.pool.evaluate`, its steps timed; the figures ride back on the result."""
     global _FIRST_PROCESS_NS
     if _FIRST_PROCESS_NS is None:
         _FIRST_PROCESS_NS = time.process_time_ns()
@@ -397,7 +397,7 @@ _FIRST_PROCESS_NS: int | None = None
 
 
 def _original() -> Callable[..., Any]:
-    import skillgraph.pagework as pagework
+    import skillgraph.page.pool as pagework
 
     return pagework.evaluate
 

@@ -131,8 +131,8 @@ POLITE: dict[str, object] = {
     # Breadth first in the site's own order (index links, sitemap order): a bound keeps the top of the site.
     "DEPTH_PRIORITY": 1,
     "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
-    # Waiting requests held as bytes, as JOBDIR stores them: ~0.5 kB each instead of ~3.4 kB (skillgraph/queues.py).
-    "SCHEDULER_MEMORY_QUEUE": "skillgraph.queues.CompactFifoMemoryQueue",
+    # Waiting requests held as bytes, as JOBDIR stores them: ~0.5 kB each, not ~3.4 kB (skillgraph/build/queues.py).
+    "SCHEDULER_MEMORY_QUEUE": "skillgraph.build.queues.CompactFifoMemoryQueue",
     # A page yields one document: Scrapy's 100 item slots per response only cost 100 asyncio tasks a page.
     "CONCURRENT_ITEMS": 8,
     # Responses waiting for the page pool (downloaded faster than two cores evaluate them) hold their body, its

@@ -28,3 +28,7 @@ build_committed = object()
 
 #: The build was not committed (the previous graph is kept). Args: ``build``.
 build_failed = object()
+
+#: Redis answered again after an outage, and the distributed scheduler rejoined the frontier
+#: (:mod:`skillgraph.distributed.reconnect`): the dual write pushes what the outage left pending. No args.
+redis_back = object()

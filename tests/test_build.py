@@ -12,8 +12,8 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from skillgraph.build import Build
-from skillgraph.profiler import SiteProfile
 from skillgraph.signals import build_warning, profile_detected
+from skillgraph.strategy.profiler import SiteProfile
 from tests.conftest import PYTHON_DOCS, SITES, CrawlResult
 from tests.servers import SiteServer, copy_site
 

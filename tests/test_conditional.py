@@ -16,7 +16,7 @@ from scrapy.utils.test import get_crawler
 
 from skillgraph.build import Build
 from skillgraph.middlewares.conditional import ConditionalMiddleware
-from skillgraph.middlewares.recency import PageUnchanged
+from skillgraph.page.outcomes import PageUnchanged
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 from tests.conftest import _origin_site
 from tests.servers import Rule, SiteServer

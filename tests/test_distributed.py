@@ -22,8 +22,8 @@ from skillgraph.addon import Addon
 from skillgraph.distributed import SCHEDULER, serializer
 from skillgraph.distributed.detection import shared_detection_enabled
 from skillgraph.distributed.frontier import Frontier, FrontierKeys
-from skillgraph.mediawiki import SiteInfo
 from skillgraph.spiders.mediawiki import MediaWikiSpider
+from skillgraph.strategy.mediawiki import SiteInfo
 from skillgraph.urls import default_graph_name
 from tests.conftest import PYTHON_DOCS, ROOT, SITES, TEST_SETTINGS, corpus_file
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture

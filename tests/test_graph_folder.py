@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from skillgraph.files import write_json_atomic
-from skillgraph.graph_folder import GraphFolder
-from skillgraph.graph_llms import PageTexts, llms_full, llms_index, write_graph_llms
+from skillgraph.graph.folder import GraphFolder
+from skillgraph.graph.llms import PageTexts, llms_full, llms_index, write_graph_llms
 
 ORIGIN = "https://docs.example.org/docs/"
 PAGES = [

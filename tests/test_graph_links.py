@@ -6,8 +6,8 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from skillgraph.graph_folder import PARALLEL_LINKS_MIN, GraphFolder
-from skillgraph.graph_links import LocalLinks, rewrite_links
+from skillgraph.graph.folder import PARALLEL_LINKS_MIN, GraphFolder
+from skillgraph.graph.links import LocalLinks, rewrite_links
 
 SITE = "https://docs.example.com/docs/"
 
@@ -100,7 +100,7 @@ HARD = (f"a [b]({SITE}guide/a.html) `[x]({SITE}guide/a.html)` ``[z](w) ` still c
 def test_spliced_at_noted_offsets_is_the_scanned_rewrite(tmp_path: Path) -> None:
     """The page workers note where prose links start; splicing there gives the scanner's rewrite, byte for byte."""
     from skillgraph.extract import extract_html
-    from skillgraph.graph_links import link_offsets, rewrite_at
+    from skillgraph.graph.links import link_offsets, rewrite_at
     from tests.conftest import PYTHON_DOCS
 
     samples = [(SITE + "guide/hard.html", HARD)]
@@ -122,7 +122,7 @@ def test_spliced_at_noted_offsets_is_the_scanned_rewrite(tmp_path: Path) -> None
 
 
 def test_a_file_that_changed_since_its_offsets_were_noted_is_scanned(tmp_path: Path) -> None:
-    from skillgraph.graph_links import link_offsets, rewrite_files
+    from skillgraph.graph.links import link_offsets, rewrite_files
     from skillgraph.items import sha256_text
 
     page = tmp_path / "hard.md"

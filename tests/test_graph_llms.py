@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from skillgraph.graph_llms import common_scope, describe, section_of, write_graph_llms
-from skillgraph.llms import parse_llms_txt
+from skillgraph.graph.llms import common_scope, describe, section_of, write_graph_llms
+from skillgraph.strategy.llms import parse_llms_txt
 
 ORIGIN = "https://docs.example.org"
 PAGES = [

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from skillgraph.graph.folder import GraphFolder
 from skillgraph.graph.names import (
     GraphNameError,
     UnsafePathError,
@@ -41,7 +42,6 @@ from skillgraph.graph.names import (
     is_graph_name,
     unique_file_name,
 )
-from skillgraph.graph_folder import GraphFolder
 from skillgraph.urls import default_graph_name, file_stem_for
 from tests.conftest import PYTHON_DOCS, ROOT, TEST_SETTINGS
 from tests.servers import LoopbackHTTPServer, SiteServer, free_port

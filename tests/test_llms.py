@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillgraph.llms import coalesce, looks_like_html, markdown_twin, parse_llms_txt, slugify, split_sections
+from skillgraph.strategy.llms import coalesce, looks_like_html, markdown_twin, parse_llms_txt, slugify, split_sections
 from tests.conftest import CORPUS, requires_corpus
 
 LLMS_TXT = sorted((CORPUS / "llms_txt").glob("*"))

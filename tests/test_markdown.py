@@ -12,9 +12,8 @@ from __future__ import annotations
 import pytest
 
 from skillgraph.extract import html_to_markdown
-from skillgraph.graph_links import rewrite_links
-from skillgraph.graph_llms import describe, markdown_title
-from skillgraph.llms import parse_llms_txt, split_sections
+from skillgraph.graph.links import rewrite_links
+from skillgraph.graph.llms import describe, markdown_title
 from skillgraph.markdown import (
     CODE,
     FENCE_CLOSE,
@@ -32,6 +31,7 @@ from skillgraph.quality.page import Page, text_stats
 from skillgraph.quality.structure import read_markdown
 from skillgraph.store.chunk import parse_blocks
 from skillgraph.store.mcp import section
+from skillgraph.strategy.llms import parse_llms_txt, split_sections
 from skillgraph.tiers import code_fences_kept
 
 MARK = {TEXT: ".", FENCE_OPEN: "[", CODE: "c", FENCE_CLOSE: "]", HEADING: "#"}

@@ -12,7 +12,8 @@ import pytest
 from scrapy.http import Request, TextResponse
 from scrapy.utils.test import get_crawler
 
-from skillgraph.mediawiki import (
+from skillgraph.spiders.wikis import ArchWikiSpider, GentooWikiSpider
+from skillgraph.strategy.mediawiki import (
     ApiError,
     article_url,
     check_error,
@@ -23,7 +24,6 @@ from skillgraph.mediawiki import (
     site_info,
     title_path,
 )
-from skillgraph.spiders.wikis import ArchWikiSpider, GentooWikiSpider
 from tests.conftest import corpus_file
 from tests.servers import SiteServer
 from tests.wiki import Wiki

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from skillgraph.memtrim import TRIM_ABOVE, release_after
+from skillgraph.page.memtrim import TRIM_ABOVE, release_after
 
 
 def rss_kb() -> int:

@@ -11,8 +11,8 @@ from skillgraph.build import Build
 from skillgraph.items import DocumentItem
 from skillgraph.middlewares.budget import STOPPING_AT_BOUND
 from skillgraph.pipelines.page_budget import PageBudgetExhausted, PageBudgetPipeline
-from skillgraph.profiler import SiteProfile
 from skillgraph.signals import profile_detected
+from skillgraph.strategy.profiler import SiteProfile
 
 
 def doc(url: str, markdown: str, strategy: str = "crawl") -> DocumentItem:

@@ -12,7 +12,7 @@ from urllib.parse import urljoin
 from scrapy.http import HtmlResponse
 
 from skillgraph.items import sha256_text
-from skillgraph.pagework import NOT_PAGES, ArrivalOrder, PageJob, evaluate
+from skillgraph.page.pool import NOT_PAGES, ArrivalOrder, PageJob, evaluate
 from skillgraph.tiers.evaluate import page_attempt
 from skillgraph.urls import join, page_key
 from tests.conftest import PYTHON_DOCS

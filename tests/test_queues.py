@@ -11,7 +11,7 @@ from scrapy.squeues import FifoMemoryQueue
 from scrapy.utils.test import get_crawler
 
 from skillgraph.addon import POLITE
-from skillgraph.queues import CompactFifoMemoryQueue, CompactLifoMemoryQueue
+from skillgraph.build.queues import CompactFifoMemoryQueue, CompactLifoMemoryQueue
 
 
 class DocsLikeSpider(Spider):
@@ -85,4 +85,4 @@ def test_a_waiting_request_costs_a_fraction_of_the_live_object(crawler: Any) -> 
 
 
 def test_skillgraph_crawls_queue_compactly_by_default() -> None:
-    assert POLITE["SCHEDULER_MEMORY_QUEUE"] == "skillgraph.queues.CompactFifoMemoryQueue"
+    assert POLITE["SCHEDULER_MEMORY_QUEUE"] == "skillgraph.build.queues.CompactFifoMemoryQueue"

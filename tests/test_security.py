@@ -23,10 +23,10 @@ import redis
 from scrapy.settings import Settings
 
 from skillgraph.addon import Addon
+from skillgraph.build.state import connect_redis
+from skillgraph.commands.settings_check import SettingsError, check_settings
 from skillgraph.distributed import REFUSED_STAT, enabled, redis_location, wait_for_redis
-from skillgraph.distributed.redis_url import RedisRefused, redacted, refusal
-from skillgraph.settings_check import SettingsError, check_settings
-from skillgraph.state import connect_redis
+from skillgraph.distributed.connection import RedisRefused, redacted, refusal
 from tests.conftest import ROOT, run_scrapy
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
 from tests.servers import LoopbackHTTPServer, SiteServer

@@ -9,7 +9,7 @@ import pytest
 from scrapy.settings import Settings
 
 from skillgraph.addon import DEFAULTS, Addon
-from skillgraph.settings_check import RULES, SettingsError, check_settings, rules
+from skillgraph.commands.settings_check import RULES, SettingsError, check_settings, rules
 from tests.conftest import ROOT
 
 

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from skillgraph.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
+from skillgraph.strategy.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
 from tests.conftest import CORPUS, requires_corpus
 
 SITEMAPS = sorted((CORPUS / "sitemap").glob("*"))

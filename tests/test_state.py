@@ -9,8 +9,15 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from skillgraph.profiler import utc_now
-from skillgraph.state import HASH_PREFIX, SCRAPED_PREFIX, RedisState, SqliteState, StateUnavailableError, get_state
+from skillgraph.build.state import (
+    HASH_PREFIX,
+    SCRAPED_PREFIX,
+    RedisState,
+    SqliteState,
+    StateUnavailableError,
+    get_state,
+)
+from skillgraph.strategy.profiler import utc_now
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture
 
 URL = "http://127.0.0.1:1/docs/a.html"
@@ -38,7 +45,7 @@ def test_sqlite_round_trip_survives_reopen(tmp_path: Path) -> None:
 
 def test_sqlite_writes_are_read_back_at_once_and_written_together(tmp_path: Path) -> None:
     """A page's writes cost no thread round trip: buffered, read back from the buffer, flushed in one transaction."""
-    from skillgraph.state import FLUSH_ROWS
+    from skillgraph.build.state import FLUSH_ROWS
 
     path = tmp_path / "state.sqlite3"
 

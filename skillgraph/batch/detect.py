@@ -1,6 +1,6 @@
 """The detection phase: profile every site at once, in one crawler, each within a bound.
 
-It runs the :class:`~skillgraph.detect.DetectSpider` (the one ``scrapy detect``
+It runs the :class:`~skillgraph.strategy.detect.DetectSpider` (the one ``scrapy detect``
 runs) with a per-site bound: a site that does not answer gets no strategy (it
 then runs with the web crawls) instead of holding the batch up for its download
 timeouts. Each site's strategy, or why it has none, is written onto its ``Site``.
@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from skillgraph.batch.plan import Site
-from skillgraph.detect import Detection, DetectSpider
+from skillgraph.strategy.detect import Detection, DetectSpider
 
 if TYPE_CHECKING:
     from scrapy.crawler import CrawlerProcessBase

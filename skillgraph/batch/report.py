@@ -9,7 +9,7 @@ from typing import Any
 
 from skillgraph.batch.plan import SiteResult
 from skillgraph.files import write_json_atomic
-from skillgraph.profiler import utc_now
+from skillgraph.strategy.profiler import utc_now
 
 
 def read_stats(path: Path) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import IO
 
 from skillgraph.batch.plan import Site, SiteResult, ordered
 from skillgraph.batch.report import live_pages, read_stats, settle
-from skillgraph.profiler import utc_now
+from skillgraph.strategy.profiler import utc_now
 
 logger = logging.getLogger(__name__)
 

@@ -24,12 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from skillgraph.distributed import redis_location
-from skillgraph.distributed.assembly import Target, assemble, live_workers
-from skillgraph.distributed.assemblykeys import AssemblyKeys
-from skillgraph.distributed.redis_url import refusal, refusal_sentence
+from skillgraph.distributed.connection import redis_location, refusal, refusal_sentence
 from skillgraph.graph.names import GraphNameError, check_graph_name
-from skillgraph.previous import PreviousBuild
 
 if TYPE_CHECKING:
     import argparse
@@ -37,6 +33,8 @@ if TYPE_CHECKING:
     from redis import Redis
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+    from skillgraph.distributed.assemblykeys import AssemblyKeys
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +45,8 @@ class AssemblyError(Exception):
 
 def find_build(client: Redis, graph: str) -> AssemblyKeys | None:
     """The build keys of ``graph``: frontier ``graph`` (a domain spider) or ``<spider>:graph`` (``docs``)."""
+    from skillgraph.distributed.assemblykeys import AssemblyKeys  # here: every scrapy command imports this module
+
     frontiers = set()
     for suffix in ("pages", "shares"):
         for key in client.scan_iter(match=f"*:build:{suffix}", count=500):
@@ -72,6 +72,9 @@ class _Reader:
 
 def run_assembly(client: Redis, settings: BaseSettings, graph: str) -> str:
     """Assemble ``graph``; the line to print. Raises :class:`AssemblyError` with the sentence to print instead."""
+    from skillgraph.distributed.assembly import Target, assemble, live_workers
+    from skillgraph.graph.previous import PreviousBuild
+
     where = redis_location(str(settings.get("REDIS_URL")))
     client.ping()
     keys = find_build(client, graph)

@@ -20,8 +20,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from skillgraph.commands.markdown import not_text
+from skillgraph.commands.settings_check import exit_on_bad_settings
 from skillgraph.quality import DEFAULT_THRESHOLD, assess
-from skillgraph.settings_check import exit_on_bad_settings
 
 
 class NotTextError(ValueError):

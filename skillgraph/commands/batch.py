@@ -24,8 +24,8 @@ from skillgraph.batch.detect import detect_sites
 from skillgraph.batch.plan import Site, ordered
 from skillgraph.batch.report import table, write_report
 from skillgraph.batch.runner import BatchRunner, Limits
-from skillgraph.profiler import utc_now
-from skillgraph.settings_check import OUTPUT_PATHS, exit_on_bad_settings
+from skillgraph.commands.settings_check import OUTPUT_PATHS, exit_on_bad_settings
+from skillgraph.strategy.profiler import utc_now
 
 if TYPE_CHECKING:
     import argparse

@@ -28,10 +28,10 @@ from scrapy.exceptions import CloseSpider, UsageError
 from scrapy.utils.asyncio import call_later
 
 from skillgraph.build import Build
+from skillgraph.commands.settings_check import PathSettingError, SettingsError, check_output_paths, check_settings
 from skillgraph.distributed import redis_at_start, redis_refused
-from skillgraph.distributed.redis_url import RedisRefused
+from skillgraph.distributed.connection import RedisRefused
 from skillgraph.graph.names import GraphNameError, check_graph_name
-from skillgraph.settings_check import PathSettingError, SettingsError, check_output_paths, check_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -108,7 +108,7 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process is not None and self.crawler_process.bootstrap_failed and build.outcome is None:
             _say(f"the crawl could not start: {_bootstrap_error(crawler)} (the log above has the details)")
             return 1
-        _say(failure_sentence(build))
+        _say(build.failure_sentence())
         return 1
 
 
@@ -119,29 +119,6 @@ def output_path_problem(settings: Any) -> PathSettingError | None:
     except PathSettingError as exc:
         return exc
     return None
-
-
-def failure_sentence(build: Build) -> str:
-    """One line: why the build was not committed, and what to do."""
-    name = build.name or "?"
-    profile = build.profile
-    start = profile.url if profile is not None else None
-    entry = build.ledger.get(start.split("#", 1)[0]) if start else None
-    if entry is not None and entry.outcome == "skipped":
-        parts = urlsplit(entry.url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        if entry.reason == "ssrf":
-            return (f"{entry.url} was refused by the SSRF guard ({entry.detail}); if this host is yours, "
-                    f"allow it with -s SKILLGRAPH_SSRF_ALLOWLIST={parts.hostname}:{port}")
-        if entry.reason == "http":
-            return f"the start page {entry.url} answered HTTP {entry.status}: check the URL; graph {name} not built"
-        if entry.reason == "network":
-            return f"could not reach {parts.netloc} ({entry.detail}): check the URL and the network"
-        if entry.reason == "robots":
-            return f"robots.txt of {parts.netloc} forbids {entry.url}; nothing was fetched"
-    why = build.failure or "the crawl ended before the graph was written"
-    record = f", see {build.failed_path}" if build.failed_path else ""
-    return f"graph {name} was not built: {why}; the previous graph (if any) is kept{record}"
 
 
 async def _stop_if_redis_refused(spider: Spider) -> None:

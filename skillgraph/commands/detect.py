@@ -1,7 +1,7 @@
 """``scrapy detect URL [URL ...]``: print each site's strategy as one JSON line.
 
 Detection runs the same SiteProfiler as the crawl, inside a real crawler (the
-:class:`~skillgraph.detect.DetectSpider` the batch's detection phase runs too), so
+:class:`~skillgraph.strategy.detect.DetectSpider` the batch's detection phase runs too), so
 its probes obey robots.txt, politeness and the SSRF guard. Sites are probed
 concurrently (one probe at a time per site).
 
@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from skillgraph.detect import Detection, DetectSpider
-from skillgraph.profiler import SiteProfile
+from skillgraph.commands.settings_check import exit_on_bad_settings
 from skillgraph.safety.ssrf import canonical_host
-from skillgraph.settings_check import exit_on_bad_settings
+from skillgraph.strategy.detect import Detection, DetectSpider
+from skillgraph.strategy.profiler import SiteProfile
 
 logger = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}

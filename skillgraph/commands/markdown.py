@@ -22,9 +22,9 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from skillgraph.commands.settings_check import exit_on_bad_settings
 from skillgraph.extract import extract_html
 from skillgraph.files import write_atomic
-from skillgraph.settings_check import exit_on_bad_settings
 
 logger = logging.getLogger(__name__)
 

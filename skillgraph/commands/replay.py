@@ -38,11 +38,11 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from skillgraph.build.state import HASH_PREFIX, QUEUE_KEY
 from skillgraph.distributed import redis_location
-from skillgraph.distributed.redis_url import refusal, refusal_sentence
+from skillgraph.distributed.connection import refusal, refusal_sentence
 from skillgraph.graph.names import GraphNameError, check_graph_name
 from skillgraph.pipelines.dual_write import PUSH_SCRIPT, ItemStore
-from skillgraph.state import HASH_PREFIX, QUEUE_KEY
 
 logger = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from scrapy.exceptions import IgnoreRequest, UsageError
 from scrapy.spidermiddlewares.httperror import HttpError
 
 from skillgraph.commands.detect import allowlist_entry, url_error
+from skillgraph.commands.settings_check import exit_on_bad_settings
 from skillgraph.files import write_atomic
 from skillgraph.graph.names import unique_file_name
 from skillgraph.items import DocumentItem
-from skillgraph.settings_check import exit_on_bad_settings
 from skillgraph.signals import build_warning
 from skillgraph.spiders.base import SkillgraphSpider
 from skillgraph.urls import file_stem_for, page_key, scope_of

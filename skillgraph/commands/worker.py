@@ -41,7 +41,7 @@ from scrapy.exceptions import NotConfigured, UsageError
 from scrapy.utils.log import configure_logging
 
 from skillgraph.distributed import redis_location
-from skillgraph.distributed.redis_url import refusal, refusal_sentence
+from skillgraph.distributed.connection import refusal, refusal_sentence
 from skillgraph.files import write_atomic
 from skillgraph.store.embed import describe, load_embedder
 from skillgraph.store.queue import ClaimQueue

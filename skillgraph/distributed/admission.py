@@ -41,7 +41,6 @@ from scrapy import signals
 
 from skillgraph.build import Build
 from skillgraph.compat.scrapy import wake_engine
-from skillgraph.distributed.backlog import BUDGET_PATIENCE
 from skillgraph.distributed.limits import FleetLink, fleet_link
 from skillgraph.urls import page_key
 
@@ -49,6 +48,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: Seconds after which a page request waiting for a place in the fleet's budget stops holding back the frontier
+#: (:mod:`skillgraph.distributed.backlog`): places are freed by pages in flight, which may need a request only
+#: the frontier holds.
+BUDGET_PATIENCE = 1.0
 
 POLL_SECONDS = 0.1  # between looks at a full fleet budget while places may still free up
 

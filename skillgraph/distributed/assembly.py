@@ -4,7 +4,7 @@ The last worker out runs it (the graph writer calls :func:`assemble` on a
 thread once this worker's scheduler cleared the frontier), and so does
 ``scrapy assemble GRAPH`` when that worker died before it could. It writes with
 the graph writer's own parts, never a second writer: a
-:class:`~skillgraph.graph_folder.GraphFolder` staging build (file names,
+:class:`~skillgraph.graph.folder.GraphFolder` staging build (file names,
 links between pages, ``llms.txt``, the atomic switch), ``sources_document``
 and the shrink guard. So the pages a fleet fetched give the files a local
 crawl of the site gives.
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 from redis.exceptions import RedisError
 
 from skillgraph.distributed.fleetbuild import FleetBuild, Merged, merge, page_entry
-from skillgraph.graph_folder import GraphFolder
-from skillgraph.graph_sources import failure_document, llms_summary, shrink_guard, sources_document
+from skillgraph.graph.folder import GraphFolder
+from skillgraph.graph.sources import failure_document, llms_summary, shrink_guard, sources_document
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from skillgraph.distributed.assemblykeys import AssemblyKeys
     from skillgraph.distributed.frontier import FrontierKeys
     from skillgraph.distributed.share import BuildShare
-    from skillgraph.previous import PreviousBuild
+    from skillgraph.graph.previous import PreviousBuild
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ any middleware runs, so the count starts at the hand-out, not in the middleware.
 a request reaches its slot the engine is woken to take the next one.
 
 One exception keeps a fleet from waiting on itself: a page request that has waited more
-than :data:`BUDGET_PATIENCE` seconds for a place in the budget no longer counts. Places
-are freed by pages in flight, and those may need a tier-ladder request that sits in the
+than :data:`~skillgraph.distributed.admission.BUDGET_PATIENCE` seconds for a place in the
+budget no longer counts. Places are freed by pages in flight, and those may need a tier-ladder request that sits in the
 frontier (a higher priority, so taken first): some worker must still take it.
 """
 
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
 STAT = "skillgraph/distributed/backlog/"
 
-#: Seconds after which a page request waiting for a place in the fleet's budget stops holding back the frontier.
-BUDGET_PATIENCE = 1.0
 
 
 class StartingRequests:
@@ -63,7 +61,7 @@ class StartingRequests:
         """True while a request this worker took waits before its slot (long budget waits aside)."""
         if not self.requests:
             return False
-        from skillgraph.distributed.admission import FleetAdmission
+        from skillgraph.distributed.admission import BUDGET_PATIENCE, FleetAdmission
 
         engine = self.crawler.engine
         active = engine.downloader.active if engine is not None else set()

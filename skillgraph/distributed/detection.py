@@ -31,7 +31,7 @@ spare them: run by every worker they cost more than the extra workers saved
   ``SKILLGRAPH_DISTRIBUTED_SHARED_DETECTION=False`` makes every worker detect
   (bench/distributed.py's baseline).
 
-Uses the asyncio Redis client (``skillgraph.state.connect_redis``): the waiting
+Uses the asyncio Redis client (``skillgraph.build.state.connect_redis``): the waiting
 and the lock refresh never block the reactor.
 """
 
@@ -49,11 +49,12 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import signals
 
-from skillgraph.distributed import on_shared_frontier, redis_unavailable_at_start
+from skillgraph.build.state import connect_redis
+from skillgraph.distributed import on_shared_frontier
+from skillgraph.distributed.connection import redis_unavailable_at_start
 from skillgraph.distributed.frontier import FrontierKeys
-from skillgraph.profiler import Probe, SiteProfile
 from skillgraph.signals import profile_detected
-from skillgraph.state import connect_redis
+from skillgraph.strategy.profiler import Probe, SiteProfile
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -109,7 +110,7 @@ class SharedDetection:
     @classmethod
     def for_spider(cls, spider: Spider) -> SharedDetection | None:
         """The coordinator of a distributed crawl; None in local mode."""
-        from skillgraph.distributed.scheduler import frontier_name
+        from skillgraph.distributed.frontier import frontier_name
 
         crawler = spider.crawler
         if not shared_detection_enabled(crawler) or redis_unavailable_at_start(crawler):  # a local crawl

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from skillgraph.graph_sources import Account
+from skillgraph.graph.sources import Account
 from skillgraph.urls import page_key
 
 if TYPE_CHECKING:

@@ -119,6 +119,12 @@ return moved
 """
 
 
+def frontier_name(spider: Spider) -> str:
+    """The frontier's name: the spider's, or ``spider:graph`` when the spider builds a graph of another name."""
+    graph = getattr(spider, "graph_name", None)
+    return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
+
+
 @dataclass(frozen=True)
 class FrontierKeys:
     """The Redis keys of one frontier (``name`` is the spider, or ``spider:graph`` for ``docs``)."""

@@ -34,10 +34,11 @@ from redis.exceptions import RedisError
 from scrapy import signals
 from scrapy_redis import defaults as redis_defaults
 
-from skillgraph.distributed import on_shared_frontier, redis_at_start
+from skillgraph.build.state import connect_redis
+from skillgraph.distributed import on_shared_frontier
 from skillgraph.distributed.buildkeys import BuildKeys
+from skillgraph.distributed.connection import redis_at_start
 from skillgraph.distributed.frontier import FrontierKeys
-from skillgraph.state import connect_redis
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -97,7 +98,7 @@ class FleetLink:
 
     async def spider_opened(self) -> None:
         """Ask Redis once (shared with the scheduler); name the build's keys; reset them for a fresh frontier."""
-        from skillgraph.distributed.scheduler import frontier_name
+        from skillgraph.distributed.frontier import frontier_name
 
         assert self.crawler.spider is not None and self.crawler.stats is not None
         if await redis_at_start(self.crawler) is not None:

@@ -19,7 +19,7 @@ the crawl. :class:`Reconnect` is one worker's view of it:
   ``SKILLGRAPH_DISTRIBUTED_RECONNECT_BACKOFF_MAX``. The waits are
   ``call_later`` timers; the reactor runs on.
 * **Back**: ``on_back`` (the scheduler's resume: heartbeat, held requests into
-  the frontier, acknowledgements) runs first; then the :data:`redis_back`
+  the frontier, acknowledgements) runs first; then the :data:`~skillgraph.signals.redis_back`
   signal tells the dual write to push the documents the outage left pending,
   and the engine is woken to take requests from the frontier again.
 * **Gone for good**: after ``SKILLGRAPH_DISTRIBUTED_RECONNECT_TIMEOUT`` seconds
@@ -43,7 +43,8 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.compat.scrapy import wake_engine
-from skillgraph.distributed import redis_location, wait_for_redis
+from skillgraph.distributed.connection import redis_location, wait_for_redis
+from skillgraph.signals import redis_back
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("skillgraph.distributed.scheduler")  # the scheduler's log lines
 
-#: Signal: Redis answered again after an outage, and the scheduler has rejoined the frontier.
-redis_back = object()
 
 OUTAGE = "skillgraph/distributed/outage/"
 GAVE_UP = "redis_unreachable"  #: close reason of a worker that waited for Redis in vain

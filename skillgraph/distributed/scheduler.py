@@ -67,10 +67,10 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
 from skillgraph.compat.scrapy import download_slots, slot_backlog
-from skillgraph.distributed import redis_at_start
 from skillgraph.distributed.backlog import StartingRequests
+from skillgraph.distributed.connection import redis_at_start
 from skillgraph.distributed.fallback import local_scheduler, open_local_scheduler
-from skillgraph.distributed.frontier import Frontier, FrontierKeys
+from skillgraph.distributed.frontier import Frontier, FrontierKeys, frontier_name
 from skillgraph.distributed.workers import STAT, FrontierWorker
 
 if TYPE_CHECKING:
@@ -85,12 +85,9 @@ __all__ = ["STAT", "DistributedScheduler", "frontier_name", "local_scheduler"]
 logger = logging.getLogger(__name__)
 
 
-def frontier_name(spider: Spider) -> str:
-    graph = getattr(spider, "graph_name", None)
-    return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
-
-
 class DistributedScheduler(FrontierWorker, Scheduler):
+    #: what :func:`skillgraph.distributed.on_shared_frontier` asks of ``SCHEDULER``: this frontier is the build's
+    shares_build_frontier = True
     crawler: Crawler
     queue: Frontier
 

@@ -32,8 +32,9 @@ from redis.exceptions import RedisError
 from scrapy import signals
 
 from skillgraph.distributed import assemblykeys as ranks
-from skillgraph.distributed import on_shared_frontier, redis_at_start, redis_unavailable_at_start
+from skillgraph.distributed import on_shared_frontier
 from skillgraph.distributed.assemblykeys import FRESH, PUT, AssemblyKeys
+from skillgraph.distributed.connection import redis_at_start, redis_unavailable_at_start
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -72,7 +73,7 @@ class BuildShare:
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> BuildShare | None:
         """The share of a fleet worker; None in local mode (or with ``SKILLGRAPH_ASSEMBLY_ENABLED`` off)."""
-        from skillgraph.distributed.scheduler import frontier_name
+        from skillgraph.distributed.frontier import frontier_name
 
         if crawler.spider is None or not assembly_enabled(crawler):
             return None
@@ -107,7 +108,7 @@ class BuildShare:
         return True
 
     def connect(self) -> None:
-        from skillgraph.state import connect_redis
+        from skillgraph.build.state import connect_redis
 
         self.redis = connect_redis(self.crawler.settings["REDIS_URL"])
 
@@ -199,7 +200,7 @@ class BuildShare:
         self.sent_warnings += len(warnings)
 
     def summary(self, build: Build, final: bool) -> dict[str, Any]:
-        from skillgraph.graph_sources import scrape_profile
+        from skillgraph.graph.sources import scrape_profile
 
         seeds = [e.url for e in build.ledger.values() if e.via != "link"] if final else []  # the leader's
         return {"worker": self.worker, "graph": build.name, "profile": scrape_profile(build), "seeds": seeds,

@@ -34,7 +34,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
 from skillgraph.build import Build
 from skillgraph.compat.scrapy import download_slots, take_slot_queue
-from skillgraph.middlewares.budget import Unreached
+from skillgraph.page.outcomes import Unreached
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:

@@ -24,7 +24,6 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from skillgraph.build import Build
-from skillgraph.commands.crawl import failure_sentence
 from skillgraph.extensions.progress import pages_written, show_tiers, tier_counts
 
 if TYPE_CHECKING:
@@ -99,7 +98,7 @@ def render_text(build: Build, summary: dict[str, Any]) -> str:
         head = [f"graph {name}: this worker's pages were handed to the fleet's build; the last worker out "
                 f"(or `scrapy assemble {name}`) commits the graph"]
     else:
-        head = [f"graph {name}: not committed", f"  {failure_sentence(build)}"]
+        head = [f"graph {name}: not committed", f"  {build.failure_sentence()}"]
     counts: dict[str, int] = dict(summary["skipped"])
     outside = counts.pop(OUT_OF_SCOPE, 0)
     reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

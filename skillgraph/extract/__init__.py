@@ -1,4 +1,7 @@
-"""Docs-grade HTML -> markdown extraction (public API).
+"""HTML to docs-grade markdown: the page's content element chosen by landmarks or structure, then code,
+tables, headings, lists and links written as markdown and checked against the page's structure.
+
+This module is the public API.
 
 The crawl spider and other components code against exactly these names.
 """

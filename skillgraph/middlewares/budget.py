@@ -28,13 +28,14 @@ import logging
 from typing import TYPE_CHECKING
 from weakref import WeakSet
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from skillgraph.build import Build
 from skillgraph.distributed.admission import FleetAdmission
 from skillgraph.middlewares.recency import is_page_request, page_url
 from skillgraph.middlewares.strategy import detection_done
+from skillgraph.page.outcomes import Unreached
 from skillgraph.signals import build_truncated
 
 if TYPE_CHECKING:
@@ -42,13 +43,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-
-class Unreached(IgnoreRequest):
-    """A bound (pages or time) stopped the build before this request: its URL is left for the next run.
-
-    Not a skip: the URL stays unreached in the ledger, counted in ``truncated.skipped``.
-    """
 
 
 class BudgetReached(Unreached):

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from skillgraph.build.state import get_state
 from skillgraph.middlewares.recency import is_page_request, live_pages, page_unchanged, page_url
 from skillgraph.signals import build_committed, build_failed
-from skillgraph.state import get_state
 
 if TYPE_CHECKING:
     from scrapy import Request

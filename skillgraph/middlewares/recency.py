@@ -3,7 +3,7 @@
 Scrapy's dupefilter forgets between runs (or, with JOBDIR, never lets a URL
 through again); recency dedup needs "when was this URL last scraped". The time
 is kept under ``skillgraph:scraped:<url>`` in Redis or in the local SQLite state
-(:mod:`skillgraph.state`).
+(:mod:`skillgraph.build.state`).
 
 A page is skipped only when it is recent *and* has a file in the live graph:
 the skipped page must be carried over into the new build
@@ -24,13 +24,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from skillgraph.build import Build
-from skillgraph.profiler import utc_now
+from skillgraph.build.state import StateUnavailableError, get_state
+from skillgraph.page.outcomes import PageUnchanged
 from skillgraph.signals import page_not_modified
-from skillgraph.state import StateUnavailableError, get_state
+from skillgraph.strategy.profiler import utc_now
 from skillgraph.urls import in_scope
 
 if TYPE_CHECKING:
@@ -38,10 +38,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
-
-
-class PageUnchanged(IgnoreRequest):
-    """The page is known unchanged (recent, or answered 304): its previous file is carried over."""
 
 
 def is_page_request(request: Request) -> bool:

@@ -21,7 +21,7 @@ one worker detects and the others follow its shared profile
 Any spider gets the whole ladder: ``SkillgraphSpider`` enables this middleware
 in ``update_settings``; a plain ``scrapy.Spider`` lists it in its
 ``custom_settings`` (``SPIDER_MIDDLEWARES``) and its ``start_urls`` become
-strategies, with the page callbacks of :mod:`skillgraph.pages` bound onto it.
+strategies, with the page callbacks of :mod:`skillgraph.page.callbacks` bound onto it.
 A spider may override ``strategy_output(profile)`` (and call
 :func:`strategy_output` for the default); start requests with a callback pass
 through untouched.
@@ -40,9 +40,9 @@ from scrapy import Request
 
 from skillgraph.build import Build
 from skillgraph.distributed.detection import SharedDetection
-from skillgraph.llms import coalesce, markdown_twin, split_sections
-from skillgraph.pages import bind_page_callbacks
-from skillgraph.profiler import SiteProfile, SiteProfiler, utc_now
+from skillgraph.page.callbacks import bind_page_callbacks
+from skillgraph.strategy.llms import coalesce, markdown_twin, split_sections
+from skillgraph.strategy.profiler import SiteProfile, SiteProfiler, utc_now
 from skillgraph.urls import in_scope
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
+from skillgraph.build.state import StateUnavailableError, get_state
 from skillgraph.items import sha256_text
-from skillgraph.state import StateUnavailableError, get_state
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

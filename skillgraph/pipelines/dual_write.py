@@ -16,7 +16,7 @@ queue; store workers need each document once, even across a Redis outage. So:
    logged once and ``skillgraph/dual_write/pending`` counted. The documents this
    crawl left pending are pushed, each once, as soon as Redis answers again:
    when the distributed scheduler has reconnected (the
-   :data:`~skillgraph.distributed.reconnect.redis_back` signal), when a later
+   :data:`~skillgraph.signals.redis_back` signal), when a later
    document's push succeeds, and at close. What is still pending then (Redis
    never came back) is for ``scrapy replay``.
 4. When Redis did not answer at start (:func:`skillgraph.distributed.redis_at_start`,
@@ -30,6 +30,7 @@ Documents marked ``meta["unchanged"]`` by the dedup pipeline are skipped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -40,13 +41,12 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 
+from skillgraph.build.state import HASH_PREFIX, QUEUE_KEY, RedisState, StateUnavailableError, get_state
 from skillgraph.distributed import redis_at_start
-from skillgraph.distributed.reconnect import redis_back
 from skillgraph.files import Batch, disk_writer, write_atomic
 from skillgraph.items import sha256_text
 from skillgraph.pipelines.dedup import OrderedExit, item_meta
-from skillgraph.pipelines.pending import PendingDocuments
-from skillgraph.state import HASH_PREFIX, QUEUE_KEY, RedisState, StateUnavailableError, get_state
+from skillgraph.signals import redis_back
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -121,6 +121,60 @@ async def push_document(redis: Redis, doc: dict[str, Any]) -> bool:
     return bool(await script(keys=[QUEUE_KEY, HASH_PREFIX + doc["url"]], args=[payload, doc["sha256"]]))
 
 
+class PendingDocuments:
+    """This crawl's documents an outage left pending on disk, pushed each once when Redis answers again.
+
+    The dual write marks a document pending when Redis does not take it. Leaving
+    every such document for ``scrapy replay`` meant a Redis restart mid-crawl left
+    the store without the pages written while it was down, until someone replayed
+    by hand. They are remembered (in order) and pushed with the dual write's script
+    as soon as Redis answers again; the script skips a document whose hash is
+    already recorded, so a push repeated after a lost reply never queues it twice.
+    Only this crawl's documents: older markers (a crawl that ran with Redis down at
+    start) are ``scrapy replay``'s, which picks the newest document per URL.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.shas: dict[str, None] = {}  # an ordered set: pushed in the order they were written
+        self.pushing = False
+
+    def __len__(self) -> int:
+        return len(self.shas)
+
+    def add(self, sha: str) -> None:
+        self.shas[sha] = None
+
+    async def push(self, store: ItemStore, state: RedisState) -> bool:
+        """Push them in order, each once; False when Redis failed again (the rest stay pending)."""
+        from redis.exceptions import RedisError
+
+        if self.pushing or not self.shas:
+            return True
+        self.pushing = True
+        stats, pushed = self.crawler.stats, 0
+        try:
+            for sha in list(self.shas):
+                doc = await asyncio.to_thread(store.load, sha)
+                if doc is None:  # removed from disk meanwhile: nothing to push
+                    stats.inc_value("skillgraph/dual_write/pending_missing")
+                else:
+                    try:
+                        new = await push_document(state.redis, doc)
+                    except (RedisError, OSError) as exc:
+                        state.failed(exc)
+                        return False
+                    pushed += new
+                    stats.inc_value("skillgraph/dual_write/pending_pushed" if new
+                                    else "skillgraph/dual_write/already_queued")
+                store.done(sha)
+                del self.shas[sha]
+        finally:
+            self.pushing = False
+        logger.info("Redis answers again: %d documents an outage left pending pushed to %s", pushed, QUEUE_KEY)
+        return True
+
+
 class DualWritePipeline:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
@@ -173,7 +227,7 @@ class DualWritePipeline:
         await self.push_pending()
 
     async def push_pending(self) -> None:
-        """Push this crawl's pending documents (:class:`~skillgraph.pipelines.pending.PendingDocuments`)."""
+        """Push this crawl's pending documents (:class:`PendingDocuments`)."""
         if self.store is not None and isinstance(self.state, RedisState) and await self.pending.push(
                 self.store, self.state):
             self.warned = False  # the next outage warns again

@@ -1,6 +1,6 @@
 """GraphWriterPipeline: a build's pages, ``sources.json``, and whether it is committed.
 
-The files themselves are :class:`skillgraph.graph_folder.GraphFolder`'s (a
+The files themselves are :class:`skillgraph.graph.folder.GraphFolder`'s (a
 staging build swapped in atomically); this pipeline decides what goes in and
 whether the build replaces the live graph:
 
@@ -20,7 +20,9 @@ whether the build replaces the live graph:
   commits no graph of its own: each page it admits goes to the fleet's build in
   Redis (:class:`skillgraph.distributed.share.BuildShare`), and the last worker
   out writes the one graph from every worker's pages
-  (:mod:`skillgraph.pipelines.graph_fleet`, :mod:`skillgraph.distributed.assembly`).
+  (:meth:`GraphWriterPipeline._hand_over`, :mod:`skillgraph.distributed.assembly`). When Redis
+  cannot be reached at close, nobody can assemble: the worker commits the graph of its own pages
+  (it wrote them to its staging folder too), as a local crawl.
 
 The decision runs on ``spider_closed``, the first point that knows the close
 reason, after every item has gone through the pipelines. What is written, and
@@ -42,13 +44,12 @@ from scrapy.utils.defer import deferred_from_coro
 from skillgraph.build import Build
 from skillgraph.distributed.share import BuildShare
 from skillgraph.files import disk_writer
+from skillgraph.graph.folder import GraphFolder
 from skillgraph.graph.names import GraphNameError
-from skillgraph.graph_folder import GraphFolder
-from skillgraph.graph_sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
+from skillgraph.graph.sources import failure_json, llms_summary, scrape_profile, shrink_guard, sources_json
 from skillgraph.items import sha256_text
 from skillgraph.middlewares.strategy import detection_done
-from skillgraph.pagework import PagePool
-from skillgraph.pipelines.graph_fleet import FleetClose
+from skillgraph.page.pool import PagePool
 from skillgraph.signals import build_committed, build_failed, page_not_modified
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ TRUNCATING_REASONS = {"max_pages": "max_pages", "closespider_pagecount": "max_pa
                       "closespider_timeout": "crawl_timeout", "shutdown": "interrupted"}
 
 
-class GraphWriterPipeline(FleetClose):
+class GraphWriterPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.build = Build.of(crawler)
@@ -210,6 +211,49 @@ class GraphWriterPipeline(FleetClose):
         if outcome is not None:
             signal = build_committed if outcome == "committed" else build_failed
             await self.crawler.signals.send_catch_log_async(signal, build=self.build)
+
+    async def _hand_over(self, reason: str, success: bool) -> str | None:
+        """A fleet worker's close: its share goes to the fleet's build; the last worker out assembles the graph."""
+        assert self.share is not None and self.folder is not None
+        self.finished = True
+        build = self.build
+        self._mark_truncated(reason)
+        if success:
+            if build.truncation() is not None:
+                self._carry_unreached()
+            elif build.previous.skipped:
+                self.share.kept_from_previous = {str(e["url"]) for e in build.previous.skipped
+                                                 if not build.knows(str(e["url"]))}
+                self._keep_previous_skips()
+        if not await self.share.close(build):  # Redis lost: nobody can assemble now; this worker's pages are a graph
+            await self.share.aclose()
+            self.crawler.stats.set_value("skillgraph/assembly/local_graph", 1)
+            logger.warning("Graph %s: the fleet's build is out of reach; this worker commits the graph of its own "
+                           "pages, as a local crawl would", self.name)
+            self.finished = False
+            return self._finish(reason)
+        self.folder.discard()  # the pages are in the fleet's build
+        if not self.pages:  # a follower with nothing to do (an llms-full corpus is the leader's): not a failure
+            self.crawler.stats.set_value("skillgraph/graph/empty_share", 1)
+        # Imported here: a local crawl never loads the assembly (nor redis-py, 70 ms of every start).
+        from skillgraph.distributed.assembly import Target, assemble_here
+
+        target = Target(self.graphs_dir, self.name, build.previous, self.allow_shrink, self.local_links, reason)
+        try:
+            result = await assemble_here(self.crawler, self.share, target)
+        finally:
+            await self.share.aclose()
+        if result.outcome == "committed":
+            build.outcome, build.graph_path = "committed", result.path
+            self.crawler.stats.set_value("skillgraph/graph/committed", 1)
+            return "committed"
+        if result.outcome == "failed":
+            build.outcome, build.failure = "failed", result.why
+            self.crawler.stats.set_value("skillgraph/graph/failed", result.why)
+            return "failed"
+        # handed over: the last worker out (or scrapy assemble) commits the graph
+        build.outcome = "handed-over" if self.pages else "empty-share"
+        return None
 
     def _finish(self, reason: str) -> str | None:
         """Commit or fail the build once; returns the outcome (None when nothing is recorded)."""

@@ -4,7 +4,7 @@ A domain spider declares a name, a start URL, a domain tag, and optionally a
 scope and a strategy hint. What happens to it is not here: the strategy
 middleware (:mod:`skillgraph.middlewares.strategy`, enabled by
 :meth:`SkillgraphSpider.update_settings`) turns the start URL into the site's
-strategy, and the page callbacks (:class:`skillgraph.pages.PageCallbacks`)
+strategy, and the page callbacks (:class:`skillgraph.page.callbacks.PageCallbacks`)
 turn responses into documents, degrading tier by tier. Every site gets the
 same strategy ladder, bounds and provenance.
 
@@ -24,12 +24,12 @@ from scrapy import Request, Spider
 
 from skillgraph.graph.names import check_graph_name
 from skillgraph.middlewares import strategy
-from skillgraph.pages import PageCallbacks
+from skillgraph.page.callbacks import PageCallbacks
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-    from skillgraph.profiler import SiteProfile
+    from skillgraph.strategy.profiler import SiteProfile
 
 
 def rebase(url: str, base_url: str | None) -> str:

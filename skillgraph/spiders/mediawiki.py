@@ -35,7 +35,10 @@ from w3lib.html import remove_tags, replace_entities
 
 from skillgraph.build import Build
 from skillgraph.extract import extract_html
-from skillgraph.mediawiki import (
+from skillgraph.page.outcomes import PageUnchanged
+from skillgraph.signals import profile_detected
+from skillgraph.spiders.base import SkillgraphSpider, rebase
+from skillgraph.strategy.mediawiki import (
     ALLPAGES,
     PARSE,
     SITEINFO,
@@ -49,10 +52,7 @@ from skillgraph.mediawiki import (
     parsed_page,
     site_info,
 )
-from skillgraph.middlewares.recency import PageUnchanged
-from skillgraph.profiler import Probe, SiteProfile, SiteProfiler, utc_now
-from skillgraph.signals import profile_detected
-from skillgraph.spiders.base import SkillgraphSpider, rebase
+from skillgraph.strategy.profiler import Probe, SiteProfile, SiteProfiler, utc_now
 from skillgraph.urls import root_of, scope_of
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from skillgraph.profiler import SiteProfile
 from skillgraph.spiders.base import SkillgraphSpider
+from skillgraph.strategy.profiler import SiteProfile
 
 
 class SectionsSpider(SkillgraphSpider):

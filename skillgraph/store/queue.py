@@ -28,7 +28,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from skillgraph.state import PROCESSING_KEY, QUEUE_KEY
+from skillgraph.build.state import PROCESSING_KEY, QUEUE_KEY
 
 CLAIMED_AT_KEY = "skillgraph:processing:claimed_at"
 ATTEMPTS_KEY = "skillgraph:processing:attempts"

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from scrapy.http import Response, TextResponse
 
 from skillgraph.extract.api import Extraction, extract_tree
-from skillgraph.graph_links import link_offsets
-from skillgraph.llms import looks_like_html
+from skillgraph.graph.links import link_offsets
 from skillgraph.quality import FAIL, assess
 from skillgraph.quality.structure import markdown_lines
 from skillgraph.render import Shell, detect_shell
+from skillgraph.strategy.llms import looks_like_html
 from skillgraph.tiers.attempt import Attempt, code_fences_kept
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def markup_attempt(tier: str, url: str, status: int, text: str, headers: dict[st
     """:func:`page_attempt` of a page given as its parts: no Scrapy response (the page pool's workers build none).
 
     ``text`` is the decoded page (the quality gates read block signatures in the raw markup), ``root`` its tree.
-    Also returns where the markdown's prose links start (:func:`skillgraph.graph_links.link_offsets`), read
+    Also returns where the markdown's prose links start (:func:`skillgraph.graph.links.link_offsets`), read
     from the scan the self-check made and the gates read next: the graph's commit then splices links, no scan.
     """
     extraction = extract_tree(root, url) if root is not None else Extraction("", "", None)

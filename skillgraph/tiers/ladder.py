@@ -15,7 +15,7 @@ Otherwise the same URL is requested again for the next tier (``dont_filter``,
   tier is never written: ``build_warning(kind="blocked", label=...)`` lists it.
 
 A ladder request's callback is the spider's ``html_document``, its errback (a render
-timeout, a refused connection) ``tier_failed``: spider methods (:mod:`skillgraph.pages`),
+timeout, a refused connection) ``tier_failed``: spider methods (:mod:`skillgraph.page.callbacks`),
 so requests stay serialisable for JOBDIR and scrapy-redis; state travels in meta.
 """
 
@@ -31,11 +31,11 @@ from scrapy import Request
 from scrapy.http import Response, TextResponse
 
 from skillgraph.build import Build
-from skillgraph.pagework import PagePool, PageResult
-from skillgraph.profiler import utc_now
+from skillgraph.page.pool import PagePool, PageResult
 from skillgraph.quality import DEFAULT_THRESHOLD
 from skillgraph.render import RenderConfig, Shell, render_meta
 from skillgraph.signals import build_warning
+from skillgraph.strategy.profiler import utc_now
 from skillgraph.tiers.attempt import Attempt, better, next_tier_meta
 from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt
 from skillgraph.urls import scope_of
@@ -53,7 +53,7 @@ NEXT_TIERS = {"html": ("negotiated", "render"), "negotiated": ("render",), "rend
 
 
 class PageSpider(Protocol):
-    """What the ladder needs of a spider (the page callbacks of :mod:`skillgraph.pages`)."""
+    """What the ladder needs of a spider (the page callbacks of :mod:`skillgraph.page.callbacks`)."""
 
     crawler: Crawler
 
@@ -90,7 +90,7 @@ class TierLadder:
     async def handle(self, response: Response, link: str, follow: bool = False) -> Iterator[Any]:
         """What one response of the ladder yields: links to follow, the document or the next tier's request.
 
-        HTML and rendered pages are evaluated once, in the page pool (:mod:`skillgraph.pagework`), in the
+        HTML and rendered pages are evaluated once, in the page pool (:mod:`skillgraph.page.pool`), in the
         order they arrived; outputs are made as Scrapy takes them (100,000 links: never 100,000 requests).
         """
         meta = response.meta

@@ -1,11 +1,14 @@
-"""Build: the one owner of a crawl's build state (one per crawler, ``Build.of(crawler)``).
+"""One crawl's build: every URL it learns and how each ends (:mod:`.ledger`), what it admits and how it ends,
+and what outlives it for the next build (:mod:`.state`: scrape times, content hashes; :mod:`.queues`: the frontier).
+
+:class:`Build` is the one owner of a crawl's build state (one per crawler, ``Build.of(crawler)``).
 
 A graph build must account for every URL it learns of (DESIGN.md, "Every URL accounted for"), decide once whether a
 document will be written, and say honestly how it ended. Spread over spider attributes, stats and two readers of the
 previous ``sources.json``, those answers disagreed; so they live here:
 
 * the **profile** (set by ``profile_detected``);
-* the **ledger** (:class:`skillgraph.ledger.UrlLedger`): every page URL learned
+* the **ledger** (:class:`skillgraph.build.ledger.UrlLedger`): every page URL learned
   (from where, at which depth) and its outcome: a page, a ``skipped`` entry with
   a reason, or still unreached;
 * the **admission rule** (:meth:`admit`): new, the same URL again, or the same content under another URL — carried-over
@@ -14,7 +17,7 @@ previous ``sources.json``, those answers disagreed; so they live here:
   the bound (:meth:`wait_for_budget`); in distributed mode, the fleet's (:mod:`skillgraph.distributed.admission`);
 * **warnings** (``build_warning``), **truncation** and the **outcome**
   (``build_committed`` / ``build_failed`` once the graph writer decides);
-* the **previous build** (:class:`skillgraph.previous.PreviousBuild`).
+* the **previous build** (:class:`skillgraph.graph.previous.PreviousBuild`).
 
 Components talk to the Build, never to each other's stats or spider attributes.
 """
@@ -30,8 +33,8 @@ from weakref import WeakKeyDictionary
 from scrapy import signals
 from scrapy.utils.job import job_dir
 
-from skillgraph.ledger import Entry, UrlLedger
-from skillgraph.previous import PreviousBuild
+from skillgraph.build.ledger import Entry, UrlLedger
+from skillgraph.graph.previous import PreviousBuild
 from skillgraph.signals import build_truncated, build_warning, page_not_modified, profile_detected
 from skillgraph.urls import page_key
 
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from skillgraph.profiler import SiteProfile
+    from skillgraph.strategy.profiler import SiteProfile
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +249,28 @@ class Build(UrlLedger):
             return None
         unreached = self.unreached()
         return {**truncated, "skipped": len(unreached), "unreached": unreached}
+
+    def failure_sentence(self) -> str:
+        """One line: why the build was not committed, and what to do."""
+        name = self.name or "?"
+        profile = self.profile
+        start = profile.url if profile is not None else None
+        entry = self.ledger.get(start.split("#", 1)[0]) if start else None
+        if entry is not None and entry.outcome == "skipped":
+            parts = urlsplit(entry.url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            if entry.reason == "ssrf":
+                return (f"{entry.url} was refused by the SSRF guard ({entry.detail}); if this host is yours, "
+                        f"allow it with -s SKILLGRAPH_SSRF_ALLOWLIST={parts.hostname}:{port}")
+            if entry.reason == "http":
+                return f"the start page {entry.url} answered HTTP {entry.status}: check the URL; graph {name} not built"
+            if entry.reason == "network":
+                return f"could not reach {parts.netloc} ({entry.detail}): check the URL and the network"
+            if entry.reason == "robots":
+                return f"robots.txt of {parts.netloc} forbids {entry.url}; nothing was fetched"
+        why = self.failure or "the crawl ended before the graph was written"
+        record = f", see {self.failed_path}" if self.failed_path else ""
+        return f"graph {name} was not built: {why}; the previous graph (if any) is kept{record}"
 
 
 _BUILDS: WeakKeyDictionary[Crawler, Build] = WeakKeyDictionary()

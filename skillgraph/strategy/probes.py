@@ -6,7 +6,7 @@ one detection's probe log and its steps: read ``llms-full.txt`` (accepted past
 ``SKILLGRAPH_LLMS_FULL_MIN_CHARS``, never HTML), an ``llms.txt`` index (on-site
 links only), a ``rel=llms-txt`` Link header, and the sitemaps (index, children
 and ``.gz`` expanded, in-scope URLs kept, bounded). The order the steps run in
-is the ladder in :mod:`skillgraph.profiler`.
+is the ladder in :mod:`skillgraph.strategy.profiler`.
 
 A host that fails ``UNREACHABLE_AFTER`` probes in a row (network errors after
 retries) is not probed again in this run: the crawl will say it is down.
@@ -18,20 +18,20 @@ import logging
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 
-from skillgraph.llms import LlmsIndex, looks_like_html, parse_llms_txt
-from skillgraph.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
+from skillgraph.strategy.llms import LlmsIndex, looks_like_html, parse_llms_txt
+from skillgraph.strategy.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
 from skillgraph.urls import in_scope, root_of, same_site
 
 if TYPE_CHECKING:
-    from skillgraph.profiler import SiteProfiler
+    from scrapy.crawler import Crawler
 
-logger = logging.getLogger("skillgraph.profiler")  # the profiler's log, as before the steps had their own module
+logger = logging.getLogger("skillgraph.strategy.profiler")  # the profiler's log: the steps are its
 
 UNREACHABLE_AFTER = 2  # consecutive network errors (after retries) before the host counts as down
 _LINK_LLMS = re.compile(r"<([^>]+)>\s*;[^,]*rel=\"?llms-txt\"?", re.I)
@@ -80,6 +80,19 @@ class SiteProfile:
         }
 
 
+class Prober(Protocol):
+    """What a probe step needs of the detection that runs it (:class:`~skillgraph.strategy.profiler.SiteProfiler`)."""
+
+    crawler: Crawler
+    full_min_chars: int
+    allowed_domains: tuple[str, ...]
+    max_sitemaps: int
+    max_sitemap_urls: int
+    max_size: int
+
+    async def fetch(self, url: str) -> Response: ...
+
+
 class ProbeRun:
     """One detection: the probe log, and the steps that probe and read each answer.
 
@@ -87,7 +100,7 @@ class ProbeRun:
     the profiler's ladder decides which steps run, in which order.
     """
 
-    def __init__(self, profiler: SiteProfiler, url: str, scope: str) -> None:
+    def __init__(self, profiler: Prober, url: str, scope: str) -> None:
         self.p = profiler
         self.url = url
         self.scope = scope

@@ -30,7 +30,7 @@ from lxml import etree
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from skillgraph.items import sha256_text
-from skillgraph.memtrim import release_after
+from skillgraph.page.memtrim import release_after
 from skillgraph.urls import join, link_place
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ class PagePool:
         """Start the worker processes (in a thread: starting them blocks for about a second)."""
         # forkserver: workers start from a clean process, not a fork of the reactor and its threads
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["skillgraph.tiers", "skillgraph.pagework"])
+        context.set_forkserver_preload(["skillgraph.tiers", "skillgraph.page.pool"])
         executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_ignore_interrupts)
         executor.submit(int).result()  # the processes are up
         if self.closed:

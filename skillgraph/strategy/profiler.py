@@ -5,7 +5,7 @@ Order (DESIGN.md, "Precise definitions"): scope by scope, nearest first,
 ``Link: <...>; rel="llms-txt"`` header on the start URL; then ``sitemap.xml``
 at the scope and the root and robots.txt ``Sitemap:`` lines; else ``crawl``.
 This module holds that ladder; each step (what it fetches, what it accepts)
-and the result types are in :mod:`skillgraph.probes`, re-exported here.
+and the result types are in :mod:`skillgraph.strategy.probes`, re-exported here.
 
 Every probe is a real Scrapy request through ``engine.download_async`` (the
 ``RobotsTxtMiddleware`` pattern), so robots.txt, politeness, the SSRF guard,
@@ -22,8 +22,8 @@ from scrapy import Request
 from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 
-from skillgraph.probes import UNREACHABLE_AFTER, Probe, ProbeRun, SiteProfile, utc_now
 from skillgraph.signals import profile_detected
+from skillgraph.strategy.probes import UNREACHABLE_AFTER, Probe, ProbeRun, SiteProfile, utc_now
 from skillgraph.urls import parent_scopes, root_of, scope_of
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Spider
 
-from skillgraph.profiler import SiteProfile, SiteProfiler
+from skillgraph.strategy.profiler import SiteProfile, SiteProfiler
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillgraph.profiler import utc_now
+from skillgraph.strategy.profiler import utc_now
 
 if TYPE_CHECKING:
     from skillgraph.build import Build

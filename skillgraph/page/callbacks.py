@@ -24,11 +24,12 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 
-from skillgraph import graph_llms
 from skillgraph.build import Build
+from skillgraph.graph import llms as graph_llms
 from skillgraph.items import DocumentItem
-from skillgraph.llms import looks_like_html
-from skillgraph.profiler import utc_now
+from skillgraph.page.outcomes import PageUnchanged, Unreached
+from skillgraph.strategy.llms import looks_like_html
+from skillgraph.strategy.profiler import utc_now
 from skillgraph.tiers import TierLadder
 
 if TYPE_CHECKING:
@@ -80,9 +81,6 @@ class PageCallbacks:
 
     def page_failed(self, failure: Any) -> None:
         """Record why a page request produced no response (DESIGN.md's ``skipped`` reasons)."""
-        from skillgraph.middlewares.budget import Unreached
-        from skillgraph.middlewares.recency import PageUnchanged
-
         if failure.check(PageUnchanged, Unreached):
             return  # carried over from the live graph / left unreached by the page bound or the timeout
         request = failure.request
@@ -106,9 +104,6 @@ class PageCallbacks:
         yield self.original_request(response.request)
 
     def twin_failed(self, failure: Any) -> Iterator[Request]:
-        from skillgraph.middlewares.budget import Unreached
-        from skillgraph.middlewares.recency import PageUnchanged
-
         if failure.check(PageUnchanged, Unreached):  # carried over (issue 5), or past a bound
             return
         self.crawler.stats.inc_value("skillgraph/llms/twin_error")
@@ -158,7 +153,7 @@ class PageCallbacks:
             yield output
 
     def follow_links(self, response: Response, links: list[str], outside: list[str]) -> Iterator[Request]:
-        """Follow a page's in-scope links (read by :func:`skillgraph.pagework.read_links`), in the page's order.
+        """Follow a page's in-scope links (read by :func:`skillgraph.page.pool.read_links`), in the page's order.
 
         Breadth first: the requests carry the page's depth plus one; the
         scheduler's FIFO queues keep the site's order.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.addon import DEFAULTS
-from skillgraph.distributed.redis_url import ALLOWED, redacted, url_problem
+from skillgraph.distributed.connection import ALLOWED, redacted, url_problem
 from skillgraph.safety.ssrf import parse_allowlist
 
 if TYPE_CHECKING:

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from skillgraph.files import Batch, DiskWriter, write_atomic, write_json_atomic, write_stream
+from skillgraph.graph.links import LocalLinks, PageFile, rewrite_files
+from skillgraph.graph.llms import write_graph_llms
 from skillgraph.graph.names import UnsafePathError, ensure_inside, graph_path, is_file_name, unique_file_name
-from skillgraph.graph_links import LocalLinks, PageFile, rewrite_files
-from skillgraph.graph_llms import write_graph_llms
 from skillgraph.urls import file_stem_for
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class GraphFolder:
 
     def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str],
                    executor: Executor | None = None, offsets: dict[str, bytes] | None = None) -> int:
-        """Point links between pages at their files (:mod:`skillgraph.graph_links`); returns how many.
+        """Point links between pages at their files (:mod:`skillgraph.graph.links`); returns how many.
 
         Runs once every page is known, so a link to a page written later is
         rewritten too. A file that changes gets its ``sha256`` recomputed:

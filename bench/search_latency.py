@@ -1,10 +1,11 @@
 """Search latency at scale: the default hybrid search over a synthesised 100,000-chunk store.
 
-The store of the Python 3.11 ``library/`` pages (bench/search_eval.py's, ~5,500
-chunks, embedded by the configured embedder) is copied with its documents
-repeated under new URLs (``?copy=N``: vectors, FTS rows and documents as the
-worker writes them) until it holds ``--chunks`` chunks. Then, for the 86
-questions of tests/fixtures/search/questions.json:
+The store of bench/search_eval.py's four doc sets (Python ``library/`` and
+``howto/``, the PostgreSQL manual, Flask, Requests: ~16,000 chunks, embedded
+by the configured embedder) is copied with its documents repeated under new
+URLs (``?copy=N``: vectors, FTS rows and documents as the worker writes them)
+until it holds ``--chunks`` chunks. Then, for the dev and held-out questions
+of tests/fixtures/search/:
 
 * cold: opening the store and the first query in a fresh process (the vector
   matrix and the FTS5 vocabulary are read then), and ``scrapy search`` end to
@@ -91,12 +92,12 @@ def cli_search(path: Path, query: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--store", type=Path, default=None, help="the library/ store (built or topped up here)")
+    parser.add_argument("--store", type=Path, default=None, help="the eval's store (built or topped up here)")
     parser.add_argument("--big", type=Path, default=None, help="the synthesised store (reused when big enough)")
     parser.add_argument("--blas-threads", type=int, default=None, help="OPENBLAS_NUM_THREADS (default: numpy's)")
     args = parser.parse_args()
     embedder = load_embedder(Settings())
-    items = [item for s in ("paraphrased", "keyword") for item in questions()[s]]
+    items = [item for split in ("dev", "heldout") for s in ("paraphrased", "keyword") for item in questions(split)[s]]
     with tempfile.TemporaryDirectory(prefix="skillgraph-search-latency-") as tmp:
         store, _ = build_store(args.store or Path(tmp) / "store.sqlite3", embedder, page_set("all"))
         big_path = args.big or Path(tmp) / "big.sqlite3"

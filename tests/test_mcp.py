@@ -11,7 +11,7 @@ import anyio
 import pytest
 from scrapy.settings import Settings
 
-from bench.search_eval import PYTHON_DOCS, document
+from bench.search_eval import document
 from skillgraph.store.embed import load_embedder
 from skillgraph.store.mcp import SkillgraphTools, ToolError, section
 from skillgraph.store.sqlite import SqliteStore
@@ -29,7 +29,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     embedder = load_embedder(Settings())
     store = SqliteStore(root / "store.sqlite3", embedder.name, embedder.dimension)
     worker = StoreWorker(store, embedder, WorkerConfig())
-    docs = [document(PYTHON_DOCS / "library" / f"{name}.html") for name in PAGES]
+    docs = [document(f"python:library/{name}.html") for name in PAGES]
     for doc in docs:
         worker.store_document(doc)
     store.close()
@@ -133,9 +133,11 @@ def test_scrapy_mcp_over_stdio(corpus: dict[str, Any]) -> None:
     first = hits.split("\n2. ")[0]
     assert "library/json.html" in first and f"{GRAPH}/json.md" in first, hits
     assert not out["search"].is_error
-    assert "No results" in text_of(out["nonsense"])
+    nothing = text_of(out["nonsense"])
+    assert nothing.startswith("Nothing matched 'zzzxqy qqqwv'") and len(nothing.splitlines()) == 1, nothing
+    assert not out["nonsense"].is_error, "no match is an answer, not an error"
     page = text_of(out["read"])
-    assert page.startswith("url: http://127.0.0.1:1/library/json.html\nfile: docs.python.org_3_library/json.md")
+    assert page.startswith("url: http://127.0.0.1:1/python/library/json.html\nfile: docs.python.org_3_library/json.md")
     assert "## Basic Usage" in page and "json.dumps" in page
     assert out["bad"].is_error and "no file" in text_of(out["bad"])
     assert json.loads(text_of(out["graphs"]))["graphs"][0]["name"] == GRAPH

@@ -20,7 +20,7 @@ from skillgraph.markdown import fenced_blocks
 from skillgraph.store.chunk import chunk_markdown, parse_blocks
 from skillgraph.store.embed import HashingEmbedder, from_blob, load_embedder
 from skillgraph.store.lexical import LexicalIndex
-from skillgraph.store.search import HybridSearch, fts_query
+from skillgraph.store.search import HybridSearch, content_words, fts_query
 from skillgraph.store.sqlite import SqliteStore, StoreMismatchError, open_store, store_path
 from skillgraph.store.vectors import VectorIndex
 from skillgraph.store.worker import StoreWorker, WorkerConfig
@@ -316,23 +316,51 @@ def test_query_syntax_is_never_fts5_syntax(docs_store: tuple[StoreWorker, Any]) 
     assert search.search("   ", 3) == []
 
 
-def test_embedding_vote_is_weighted_below_bm25(docs_store: tuple[StoreWorker, Any]) -> None:
-    """At the default weight, documents BM25 finds come first, in an order the embedding only fine-tunes."""
+def test_relevance_is_cosine_plus_word_coverage_and_ranks_the_hits(docs_store: tuple[StoreWorker, Any]) -> None:
+    """Hits come by relevance = semantic weight x cosine + lexical weight x IDF-weighted word coverage."""
     worker, docs = docs_store
-    weighted = HybridSearch(worker.store, worker.embedder)
-    assert weighted.semantic_weight == 0.1
+    search = HybridSearch(worker.store, worker.embedder)
+    assert (search.semantic_weight, search.lexical_weight) == (0.1, 1.0), "the hashing embedder's: words first"
     lexical_only = HybridSearch(worker.store, worker.embedder, semantic_weight=0)
     rng = random.Random(11)
-    semantic_only_seen = 0
     for doc in rng.sample(list(docs), 12):
-        words = re.findall(r"[a-z]{5,}", doc["markdown"].lower())
-        query = " ".join(rng.sample(words, 3))
-        hits = weighted.search(query, 60)
-        found_by_bm25 = [h.lexical_rank is not None for h in hits]
-        assert found_by_bm25 == sorted(found_by_bm25, reverse=True), (query, found_by_bm25)
-        semantic_only_seen += found_by_bm25.count(False)
+        body = " ".join(r[0] for r in worker.store.db.execute(
+            "SELECT body FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE url = ?)", (doc["url"],)))
+        query = " ".join(rng.sample(re.findall(r"\b[a-z]{5,}\b", body.lower()), 3))  # words the index holds
+        hits = search.search(query, 60)
+        assert hits, query
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), query
+        assert search.text.known_share(content_words(query)) == 1.0, query
+        for hit in hits:
+            assert hit.score == pytest.approx(0.1 * hit.similarity + hit.coverage, abs=1e-3), (query, hit)
+            assert 0.0 <= hit.coverage <= 1.0 and hit.score >= search.min_relevance
+        assert any(h.url == doc["url"] for h in hits), "the page the words come from is a hit"
         assert all(h.semantic_rank is None for h in lexical_only.search(query, 10)), "weight 0: no embedding"
-    assert semantic_only_seen > 0, "the embedding still adds documents BM25 does not find"
+
+
+def test_a_word_held_by_one_page_puts_it_first_and_unknown_words_match_nothing(
+        docs_store: tuple[StoreWorker, Any]) -> None:
+    worker, docs = docs_store
+    search = HybridSearch(worker.store, worker.embedder)
+    text = search.text
+    held: dict[str, set[str]] = {}
+    for doc in docs:
+        for word in set(re.findall(r"\b[a-z]{9,}\b", doc["markdown"].lower())):
+            held.setdefault(word, set()).add(doc["url"])
+    rare = sorted(w for w, urls in held.items() if len(urls) == 1)
+    common = max(held, key=lambda w: len(held[w]))
+    idf = text.idf([rare[0], common, "qwxzvblorf"])
+    assert idf["qwxzvblorf"] > idf[rare[0]] > idf[common] > 0, "BM25's IDF; a word no chunk holds weighs most"
+    for word in random.Random(5).sample(rare, 8):
+        hits = search.search(f"{common} {word}", 5)
+        assert hits[0].url in held[word], (word, [h.url for h in hits])
+    assert text.known_share(["qwxzv", "blorf"]) == 0.0 and text.known_share([common, "qwxzv"]) == 0.5
+    for nonsense in ("qwxzv blorf", "zzzxqy qqqwv", "Flimflam.dezorbulate()"):
+        assert search.search(nonsense) == [], nonsense
+    half = search.search(f"{common} qwxzvblorf", 60)
+    assert half, "the known word still finds pages"
+    for hit in half:  # half the query is unknown to the store: half the relevance
+        assert hit.score == pytest.approx(0.5 * (0.1 * hit.similarity + hit.coverage), abs=1e-3), hit
 
 
 # -- the vector index and the word ranking of large stores -------------------------------------------------

@@ -177,7 +177,7 @@ def test_burst_worker_stores_every_document_then_search_finds_them(tmp_path: Pat
     # at most 3: the relevance floor keeps pages that do not match out, even with -n 3
     assert 1 <= len(hits) <= 3 and hits[0]["url"].endswith("library/array.html") and hits[0]["rank"] == 1
     assert set(hits[0]) == {"rank", "score", "url", "title", "heading", "snippet", "lexical_rank", "semantic_rank",
-                            "similarity", "graph", "file"}
+                            "similarity", "graph", "file", "coverage"}
     text = run_scrapy(["search", "array.frombytes", "-n", "1", "-s", store_url, "-s", HASHING], timeout=60)
     assert text.stdout.startswith(" 1. ") and "library/array.html" in text.stdout
     assert "embedder hashing-v1-1024 (hashing fallback, words only)" in text.stderr

@@ -1,13 +1,15 @@
 """``scrapy search "QUERY" [-n 10] [--graph NAME] [--json]``: search the knowledge store (docs/store.md).
 
-Hybrid search (:mod:`skillgraph.store.search`): BM25 over FTS5 and cosine
-over the stored embeddings, fused by reciprocal rank, one hit per document,
-with a relevance floor. Prints rank, score, URL, the graph file holding the
+Hybrid search (:mod:`skillgraph.store.search`): candidates from BM25 over FTS5
+and from cosine over the stored embeddings, one relevance per chunk (meaning
+plus the query's words the chunk holds), one hit per document, with a
+relevance floor. Prints rank, relevance, URL, the graph file holding the
 page (``graph/file.md``, when a graph in ``SKILLGRAPH_GRAPHS_DIR`` lists it),
 heading path and a snippet per hit; ``--json`` prints one JSON object per hit
 instead. ``--graph NAME`` searches the pages of one graph only. The embedder
-in use is named on stderr. Exit status 1, with one line on stderr and nothing
-on stdout, when there is no store or no hit.
+in use is named on stderr. When no page reaches the relevance floor (nonsense,
+or nothing related enough), one line on stderr says nothing matched, nothing
+is printed on stdout and the exit status is 1; so too when there is no store.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class Command(ScrapyCommand):
         sys.stdout.flush()
         scope = f" in graph {opts.graph}" if opts.graph else ""
         if not hits:
-            print(f"scrapy search: no results for {query!r}{scope} (embedder {describe(embedder)})", file=sys.stderr)
+            print(f"scrapy search: nothing matched {query!r}{scope}: no page is related enough "
+                  f"(embedder {describe(embedder)})", file=sys.stderr)
             self.exitcode = 1
         else:
             print(f"scrapy search: {len(hits)} hits{scope} (embedder {describe(embedder)})", file=sys.stderr)

@@ -64,8 +64,8 @@ def assess(
             title = title or extraction.title
     page = Page(html, markdown, title or "")
     stats = text_stats(markdown)
-    markdown_lines.cache_clear()  # the scan served the self-check and these statistics: not kept past the page
-    block, label = block_check(page, stats.text_chars, status, header_lines(headers))
+    block, label = block_check(page, stats, status, header_lines(headers))
+    markdown_lines.cache_clear()  # the scan served the self-check, these statistics and the block check: not kept
     completeness = completeness_check(stats.text_chars, page.title)
     boilerplate = boilerplate_check(stats)
     score = block.score * completeness.score * (0.6 + 0.4 * boilerplate.score)

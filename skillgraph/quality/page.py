@@ -1,9 +1,24 @@
-"""Cheap signals read from one page: title, headings, visible text, content size, links.
+"""Cheap signals read from one page: title, headings, visible text, live markup, content size, links.
 
 Regular expressions over the raw markup rather than a parse: a block page is judged
 without building a tree, and a documentation page (already extracted to markdown) is
 judged on its markdown. Everything is precompiled and linear in the input; markup
-signals are computed lazily, so a full documentation page never pays for them.
+signals are computed lazily, only for the thin pages that need them, so a full
+documentation page never pays for them.
+
+A page's markup is read as two things that must not be confused:
+
+* its **live markup** (:attr:`Markup.tags`): tags with their attributes, inline scripts,
+  comments. A vendor's challenge *is* this: ``<form action="/cdn-cgi/l/chk_jschl">``,
+  ``window._cf_chl_opt``, ``<div class="g-recaptcha">``;
+* its **text** (:attr:`Markup.text`): what a reader sees. A documentation page that
+  *talks about* a challenge holds the same words here, in prose or in a ``<pre>``
+  block (``&lt;div class="h-captcha"&gt;``): talking about a thing is not being it.
+
+Inline bulk is not read: ``<style>`` bodies, ``data:`` URIs (a base64 background or
+logo can weigh 400 kB) and the middle of long inline scripts are dropped before any
+window is applied, so a 2015 interstitial whose form follows 300 kB of inline image is
+read like a 3 kB one.
 """
 
 from __future__ import annotations
@@ -14,21 +29,35 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 
-from skillgraph.markdown import fenced_spans, headings
+from skillgraph.markdown import CODE, TEXT, fenced_spans, headings
+from skillgraph.quality.signatures import MECHANICS
 from skillgraph.quality.structure import markdown_lines
 
-#: Block pages are small and their markers sit near the top: markup signatures and the
-#: visible text read the first MARKUP_CHARS of a page, titles and headings the first
-#: HEADING_CHARS (a soft 404's heading can follow a big navigation tree).
-MARKUP_CHARS = 65_536
-HEADING_CHARS = 262_144
+_MECHANIC = {m.name: m for m in MECHANICS}
+
+#: A thin page's markup is read this far (before inline bulk is dropped): a 2015
+#: interstitial with a base64 background is 450 kB, and a response is cut well before
+#: the cost matters (every step below is one linear pass).
+RAW_CHARS = 1_048_576
+#: What is kept of it once the bulk is gone: the markup (titles, headings, tags, text)...
+MARKUP_CHARS = 262_144
+#: ...and of each inline script or comment, its head and its tail: vendors' markers sit
+#: at either end (``window._pxAppId = ...`` first, ``f.submit()`` last), not in the
+#: middle of a 140 kB obfuscated expression.
+SCRIPT_KEEP = 4096
+TEXT_CHARS = 65_536  #: visible text kept
 ELEMENT_CHARS = 4096  #: a title or heading longer than this is not looked at
+#: The markdown's headings are read in its first HEADING_CHARS (a soft 404's heading can
+#: follow a big navigation tree).
+HEADING_CHARS = 262_144
 
 # All run on lower-cased markup. Every pattern is linear on hostile input (thousands of
 # unclosed tags): character classes stop at the next "<", closers are found with str.find.
 _OPEN = re.compile(r"<(script|style|template|svg)\b|<!--")
-_PASSWORD = re.compile(r"<input\b[^<>]{0,500}\btype\s*=\s*[\"']?password")
+#: ``data:`` URIs of any size worth dropping (inline images, fonts): searched from their literal prefix.
+_DATA_URI = re.compile(r"data:[\w.+/-]{0,100}(?:;[\w.+=-]{0,100}){0,4},[^\"'()<>\s]{256,}")
 _TAG = re.compile(r"<[^<>]*>")
+_TEXT_NODE = re.compile(r">[^<>]+<")
 _SPACE = re.compile(r"\s+")
 # Markdown: brackets and parentheses are bounded the same way.
 _MD_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]{0,2048}\)")
@@ -40,8 +69,17 @@ _NOISE = re.compile(r"\s[^\w\s]+(?!\S)")
 _LIST_OR_TABLE = ("- ", "* ", "+ ", "| ", "#")
 
 
+#: Typographic apostrophes read as straight ones ("doesn’t" is "doesn't" to the signatures).
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+
+def straight(text: str) -> str:
+    """``text`` with typographic apostrophes made straight (a search for one is cheap; most texts have none)."""
+    return text.translate(_APOSTROPHES) if "\u2019" in text or "\u2018" in text or "\u02bc" in text else text
+
+
 def strip_tags(fragment: str) -> str:
-    return _SPACE.sub(" ", htmllib.unescape(_TAG.sub(" ", fragment))).strip()
+    return straight(_SPACE.sub(" ", htmllib.unescape(_TAG.sub(" ", fragment))).strip())
 
 
 def element_texts(html: str, tag: str, limit: int, tries: int = 64) -> list[str]:
@@ -63,22 +101,59 @@ def element_texts(html: str, tag: str, limit: int, tries: int = 64) -> list[str]
     return found
 
 
-def drop_invisible(html: str) -> str:
-    """The markup without scripts, styles, templates, SVG and comments (noscript kept)."""
-    parts: list[str] = []
-    pos = 0
-    for match in _OPEN.finditer(html):
+@dataclass(frozen=True)
+class Markup:
+    """A page's lower-cased markup, read once, inline bulk dropped (see the module docstring)."""
+
+    clean: str  #: the markup without script, style, template and SVG bodies, comments and ``data:`` URIs
+    scripts: str  #: inline scripts (their tags included) and comments, each cut to its head and tail
+    source: str = ""  #: the lower-cased markup as read, ``data:`` URIs dropped (one text to pre-check markers in)
+
+    @cached_property
+    def tags(self) -> str:
+        """Live markup: every tag with its attributes, then the scripts and comments; no text nodes."""
+        return f"{_TEXT_NODE.sub('><', self.clean)} {self.scripts}"
+
+    @cached_property
+    def text(self) -> str:
+        """Visible text (``<noscript>`` included): entities decoded, whitespace collapsed."""
+        return strip_tags(self.clean)[:TEXT_CHARS]
+
+    @cached_property
+    def noscript(self) -> str:
+        """The text of the ``<noscript>`` elements: what the page shows when it cannot run its script."""
+        return " ".join(element_texts(self.clean, "noscript", 8))
+
+
+def _cut(part: str) -> str:
+    return part if len(part) <= 2 * SCRIPT_KEEP else f"{part[:SCRIPT_KEEP]} {part[-SCRIPT_KEEP:]}"
+
+
+def read_markup(lowered: str) -> Markup:
+    """Split lower-cased markup into :class:`Markup` in one pass (scripts, styles and comments found with str.find)."""
+    source = _DATA_URI.sub("data:", lowered) if "data:" in lowered else lowered
+    kept: list[str] = []
+    scripts: list[str] = []
+    pos = size = 0
+    for match in _OPEN.finditer(source):
         if match.start() < pos:
             continue
-        parts.append(html[pos:match.start()])
-        closer = "-->" if match.group(1) is None else f"</{match.group(1)}"
-        end = html.find(closer, match.end())
-        if end < 0:
-            pos = len(html)
+        kept.append(source[pos:match.start()])
+        size += match.start() - pos
+        name = match.group(1)
+        closer = "-->" if name is None else f"</{name}"
+        end = source.find(closer, match.end())
+        stop = len(source) if end < 0 else end
+        if name is None or name == "script":
+            scripts.append(_cut(source[match.start():stop]))
+        else:  # a style, template or SVG: its opening tag only
+            opened = source.find(">", match.end(), match.end() + ELEMENT_CHARS)
+            kept.append(source[match.start():opened + 1] if opened >= 0 else "")
+        pos = len(source) if end < 0 else end + len(closer)
+        if size >= MARKUP_CHARS:
             break
-        pos = end + len(closer)
-    parts.append(html[pos:])
-    return " ".join(parts)
+    kept.append(source[pos:pos + max(0, MARKUP_CHARS - size)])
+    return Markup(" ".join(kept)[:MARKUP_CHARS], " ".join(scripts)[:MARKUP_CHARS], source)
 
 
 def content_text(markdown: str) -> str:
@@ -100,10 +175,13 @@ class TextStats:
 
 
 def _readable_chars(text: str) -> int:
-    """Length of ``text`` with whitespace collapsed and symbol-only tokens dropped."""
-    return len(" ".join(_NOISE.sub(" ", " " + text).split()))
+    """Length of ``text`` with whitespace collapsed and symbol-only tokens dropped (counted, not built)."""
+    tokens = _NOISE.sub(" ", " " + text).split()
+    return sum(map(len, tokens)) + len(tokens) - 1 if tokens else 0
 
 
+#: Inline code spans (one each) and lines of fenced code (a half each) that make a docs page.
+DOCS_CODE_WEIGHT = 2.0
 #: A long document is measured on its first SAMPLE_CHARS and scaled: its ratios are
 #: stable by then, and its size is far past every threshold.
 SAMPLE_CHARS = 32_768
@@ -144,31 +222,55 @@ def text_stats(markdown: str) -> TextStats:
     return TextStats(text_chars, link_chars, prose_chars, block_chars)
 
 
+def docs_like(markdown: str) -> bool:
+    """What documentation has and a block page's message has not: named things, a table, a code listing.
+
+    Each inline code span counts one, each line of fenced code a half; two make a docs page.
+    Not any ``<pre>``: CloudFront's and Apache's error pages end with a two-line ``<pre>``
+    ("Generated by cloudfront", "Request ID: ..."), and a hosted-docs 404 quotes the missing
+    URL in one code span; a docs page that *talks about* an error names things (``429``,
+    ``Retry-After``) or shows code. Read from the scan :func:`text_stats` made (only thin
+    pages ask, so only their small markdown is read).
+    """
+    sample = markdown[:SAMPLE_CHARS]
+    if "`" not in sample and "|" not in sample and "~~~" not in sample:
+        return False  # no code span, fence or table row: nothing to count
+    weight = 0.0
+    for line in markdown_lines(sample):
+        if line.kind == CODE:
+            weight += 0.5
+        elif line.kind == TEXT:
+            if line.text.lstrip().startswith("|"):
+                return True
+            if "`" in line.text:
+                weight += line.text.count("`") // 2
+        if weight >= DOCS_CODE_WEIGHT:
+            return True
+    return False
+
+
 class Page:
-    """Lazily computed, lower-cased markup signals of one page (for signature matching)."""
+    """Lazily computed, lower-cased signals of one page (for signature matching)."""
 
     def __init__(self, html: str | None, markdown: str, title: str) -> None:
         self.raw = html or ""
         self.markdown = markdown
         self.given_title = title
+        self._shown: dict[str, bool] = {}
 
     @cached_property
-    def html(self) -> str:
-        """The markup's head, lower-cased (computed only when a check needs it)."""
-        return self.long_html[:MARKUP_CHARS]
-
-    @cached_property
-    def long_html(self) -> str:
-        return self.raw[:HEADING_CHARS].lower()
+    def markup(self) -> Markup:
+        """The markup read once (computed only when a check needs it: thin pages and error statuses)."""
+        return read_markup(self.raw[:RAW_CHARS].lower())
 
     def contains(self, needles: tuple[str, ...], limit: int) -> str | None:
         """The first needle found in the first ``limit`` characters of the raw markup."""
-        head = self.raw[:limit]
-        return next((n for n in needles if n in head), None)
+        find = self.raw.find  # searched in place: a 64 kB slice per page is a copy for nothing
+        return next((n for n in needles if find(n, 0, limit) >= 0), None)
 
     @cached_property
     def markup_title(self) -> str:
-        titles = element_texts(self.long_html, "title", 1)
+        titles = element_texts(self.markup.clean, "title", 1) if self.raw else []
         return titles[0] if titles else ""
 
     @cached_property
@@ -187,23 +289,54 @@ class Page:
     @cached_property
     def headings(self) -> list[str]:
         """Lower-cased title, ``<title>`` and the first h1/h2s (of the markup, else of the markdown)."""
-        found = [self.given_title.lower(), self.markup_title]
-        if self.html:
-            found += element_texts(self.long_html, "h1", 2) + element_texts(self.long_html, "h2", 2)
+        found = [straight(self.given_title.lower()), self.markup_title]
+        if self.raw:
+            clean = self.markup.clean
+            found += element_texts(clean, "h1", 2) + element_texts(clean, "h2", 2)
         else:
-            found += [title.lower() for title in self.markdown_headings(4)]
+            found += [straight(title.lower()) for title in self.markdown_headings(4)]
         return [h for h in dict.fromkeys(found) if h]
 
     @cached_property
-    def visible_text(self) -> str:
-        """Lower-cased text of the markup's head (scripts and styles dropped, noscript kept), else of the markdown."""
-        text = content_text(self.markdown).lower()
-        if not self.html:
-            return text
-        visible = strip_tags(drop_invisible(self.html))
-        # A big page's main content may lie past MARKUP_CHARS: its markdown stands in for it.
-        return visible if len(self.raw) <= MARKUP_CHARS else f"{visible} {text}"
+    def main_heading(self) -> str:
+        """The page's own heading, lower-cased: its first h1, else h2 (of the markup, else of the markdown)."""
+        if self.raw:
+            clean = self.markup.clean
+            found = element_texts(clean, "h1", 1) or element_texts(clean, "h2", 1)
+        else:
+            found = [straight(title.lower()) for title in self.markdown_headings(1)]
+        return found[0] if found else ""
 
     @cached_property
-    def has_password_field(self) -> bool:
-        return bool(_PASSWORD.search(self.html))
+    def visible_text(self) -> str:
+        """Lower-cased visible text of the markup (scripts and styles dropped, noscript kept), else of the markdown."""
+        if not self.raw:
+            return straight(content_text(self.markdown).lower())
+        if len(self.raw) <= RAW_CHARS and len(self.markup.clean) < MARKUP_CHARS:
+            return self.markup.text
+        return f"{self.markup.text} {content_text(self.markdown).lower()}"  # content past the window: its markdown
+
+    def shows(self, name: str) -> bool:
+        """Does the page show the mechanic ``name`` (one of :data:`MECHANICS`)? Searched once, when asked.
+
+        A challenge or a login wall *does* something a docs page does not: it sets a cookie and
+        reloads, submits a hidden form, loads a CAPTCHA, asks for JavaScript, shows an incident id.
+        """
+        if name not in self._shown:
+            mechanic = _MECHANIC[name]
+            self._shown[name] = bool(self.raw) and mechanic.search(self._mechanic_text(mechanic.where))
+        return self._shown[name]
+
+    def shown(self, group: str) -> int:
+        """How many of the group's mechanics the page shows."""
+        return sum(1 for m in MECHANICS if m.group == group and self.shows(m.name))
+
+    def _mechanic_text(self, where: str) -> str:
+        if where == "tags":
+            return self.markup.tags
+        return self.markup.noscript if where == "noscript" else self.visible_text
+
+    @cached_property
+    def docs_like(self) -> bool:
+        """Inline code, a table or a code listing in the content (:func:`docs_like`)."""
+        return docs_like(self.markdown)

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
+from skillgraph.store.minilm import ModelUnavailableError
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -67,10 +69,11 @@ def tokens(text: str) -> list[str]:
 class HashingEmbedder:
     """Feature hashing of unigrams + bigrams; deterministic across processes and machines (CRC-32)."""
 
-    #: A cosine above 0 already means a shared word (stopwords are dropped): the floor is just above it.
-    min_similarity = 0.05
-    #: Its vote in the hybrid: a noisier copy of BM25, so it only breaks ties (docs/store.md).
+    #: Its cosine is lexical too (a shared word or word pair): the relevance is mostly the coverage of the
+    #: query's words, the cosine breaking ties (docs/store.md); any shared rare word clears the floor.
     semantic_weight = 0.1
+    lexical_weight = 1.0
+    min_relevance = 0.05
 
     def __init__(self, dimension: int = 1024) -> None:
         if dimension < 8:
@@ -143,8 +146,6 @@ def load_embedder(settings: BaseSettings) -> Embedder:
     ``auto``: the neural model when its packages are installed, else the hashing
     embedder (logged once as a warning: search then matches words, not meaning).
     """
-    from skillgraph.store.minilm import ModelUnavailableError
-
     path = settings.get("SKILLGRAPH_STORE_EMBEDDER") or DEFAULT_EMBEDDER
     if path != "auto":
         return _build(path, settings)

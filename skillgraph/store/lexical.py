@@ -10,6 +10,7 @@ store"). The phrase ranking keeps every word.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.store.embed import STOPWORDS, WORD
@@ -48,6 +49,45 @@ class LexicalIndex:
         self.min_chunks = min_chunks
         self._common: tuple[int, frozenset[str]] | None = None  # (chunks when found, words)
         self._version: tuple[int, int] | None = None
+        self._size: tuple[tuple[int, int], int] | None = None  # (store version, chunks)
+
+    def version(self) -> tuple[int, int]:
+        """Changes when any connection committed (``data_version``) or this one wrote (``total_changes``)."""
+        return self.store.db.execute("PRAGMA data_version").fetchone()[0], self.store.db.total_changes
+
+    def chunk_count(self) -> int:
+        version = self.version()
+        if self._size is None or self._size[0] != version:
+            self._size = (version, int(self.store.db.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+        return self._size[1]
+
+    def idf(self, words: list[str]) -> dict[str, float]:
+        """word -> its BM25 IDF in the store, ``ln((N - df + 0.5) / (df + 0.5) + 1)`` over chunks.
+
+        A word no chunk holds gets the largest IDF (df = 0): a query made of such words is covered by no
+        chunk. Without FTS5 every word weighs 1 (coverage is then the share of the words held).
+        """
+        if not words:
+            return {}
+        if not self.store.fts:
+            return dict.fromkeys(words, 1.0)
+        total = self.chunk_count()
+        df = self.doc_frequency(words)
+        return {w: math.log((total - df.get(w, 0) + 0.5) / (df.get(w, 0) + 0.5) + 1.0) for w in words}
+
+    def doc_frequency(self, words: list[str]) -> dict[str, int]:
+        """word -> chunks holding it (FTS5's vocabulary; words no chunk holds are left out)."""
+        if not words or not self.store.fts:
+            return {}
+        self.store.db.execute(VOCAB)
+        marks = ",".join("?" * len(words))
+        return dict(self.store.db.execute(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", words))
+
+    def known_share(self, words: list[str]) -> float:
+        """The share of ``words`` some chunk holds (1 without FTS5: unknown then)."""
+        if not words or not self.store.fts:
+            return 1.0
+        return len(self.doc_frequency(words)) / len(set(words))
 
     def common_words(self) -> frozenset[str]:
         """Words held by more than ``common_share`` of the chunks (none in a store below ``min_chunks``).
@@ -55,7 +95,7 @@ class LexicalIndex:
         Read once per process from FTS5's vocabulary, and again only when the store grew or shrank by
         more than ``COMMON_DRIFT`` (the shares of common words barely move meanwhile).
         """
-        version = self.store.db.execute("PRAGMA data_version").fetchone()[0], self.store.db.total_changes
+        version = self.version()
         if self._common is not None and version == self._version:
             return self._common[1]
         self._version = version

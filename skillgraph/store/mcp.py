@@ -7,7 +7,8 @@ Tools:
 
 * ``search(query, graph=None, k=5)``: the hybrid search of ``scrapy search``
   (same weights, floor and graph filter); each hit cites its URL and, when a
-  graph holds the page, ``graph`` + ``file`` to pass to ``read_page``;
+  graph holds the page, ``graph`` + ``file`` to pass to ``read_page``; when no
+  page reaches the relevance floor the answer says that nothing matched;
 * ``read_page(graph=None, file=None, url=None, heading=None)``: a page's
   markdown from its graph file (by graph + file, or by URL through the graphs'
   ``sources.json``; a URL no graph holds is rebuilt from the store's chunks);
@@ -94,7 +95,7 @@ class SkillgraphTools:
             hits = searcher.search(query, max(1, min(int(k), MAX_K)), graph=graph or None)
         return {"query": query, "graph": graph, "embedder": searcher.embedder.name,
                 "hits": [{"rank": h.rank, "url": h.url, "graph": h.graph, "file": h.file, "title": h.title,
-                          "heading": h.heading, "snippet": h.snippet, "score": h.score,
+                          "heading": h.heading, "snippet": h.snippet, "relevance": h.score,
                           "similarity": h.similarity} for h in hits]}
 
     def read_page(self, graph: str | None = None, file: str | None = None, url: str | None = None,
@@ -141,7 +142,8 @@ def format_hits(result: dict[str, Any]) -> str:
     """Search hits as text an agent reads: each cites its URL and graph file."""
     if not result["hits"]:
         scope = f" in graph {result['graph']}" if result["graph"] else ""
-        return f"No results for {result['query']!r}{scope}."
+        return (f"Nothing matched {result['query']!r}{scope}: no page is related enough to the query "
+                "(rephrase it, or the documentation does not cover it).")
     lines = []
     for hit in result["hits"]:
         lines.append(f"{hit['rank']}. {hit['title'] or hit['url']} — {hit['heading']}")
@@ -169,7 +171,8 @@ def build_server(tools: SkillgraphTools) -> Any:
         except ToolError as exc:  # anticipated: the message reaches the agent (is_error), no traceback
             raise SdkToolError(str(exc)) from exc
 
-    @server.tool(description="Search the documentation. Returns hits with url, graph file, heading and snippet.")
+    @server.tool(description="Search the documentation. Returns hits with url, graph file, heading and snippet, "
+                             "or says that nothing matched (no page related enough to the query).")
     def search(query: str, graph: str | None = None, k: int = 5) -> str:
         return guarded(lambda: format_hits(tools.search(query, graph, k)))
 

@@ -1,32 +1,35 @@
-"""Hybrid search: FTS5 BM25 candidates and embedding cosine candidates, fused by reciprocal rank, floored.
+"""Hybrid search: candidates from BM25 and from embedding cosine, scored by meaning plus word evidence, floored.
 
-BM25 (:mod:`skillgraph.store.lexical`) is precise on rare words and
-identifiers; the embedding ranks chunks by meaning (the neural default) or by
-the words they share with the query (the hashing fallback). Their scores live
-on different scales, so they are fused by rank, not by score: reciprocal-rank
-fusion (Cormack et al., 2009), ``score = sum 1 / (k + rank)`` with ``k = 60``,
-over three rankings: BM25 of the chunks holding the query as an exact phrase
-(a quoted sentence or ``os.path.join`` should win), BM25 of its words, and
-cosine. Hits are per document: each ranking is first reduced to documents (a
-document ranks where its best chunk does), then fused; the best chunk gives
-the heading path and the snippet.
+Candidates: the chunks FTS5 BM25 ranks best for the query as an exact phrase
+and for its words (:mod:`skillgraph.store.lexical`), and the chunks nearest
+to the query's embedding (:class:`skillgraph.store.vectors.VectorIndex`: one
+matrix-vector product over every stored vector). Each candidate chunk gets
+one **relevance** on one scale:
 
-The embedding's vote is weighted (``SKILLGRAPH_STORE_SEMANTIC_WEIGHT``; by
-default the embedder's own ``semantic_weight``, chosen by bench/search_eval.py).
-The hashing fallback is lexical, a noisier copy of BM25: 0.1, so a document it
-alone finds ranks after every BM25 hit (0.1 / 61 < 1 / 110). The neural
-default brings what BM25 lacks (paraphrase, synonyms) and votes with more
-weight than BM25 (docs/store.md gives the measurement).
+    relevance = semantic_weight x cosine + lexical_weight x coverage
 
-**Relevance floor.** A hit must be related to the query, not merely the best
-of a bad lot: a document is a hit only when its best candidate chunk has a
-cosine of at least the floor (``SKILLGRAPH_STORE_MIN_SIMILARITY``; by default
-the embedder's ``min_similarity``) -- ``FLOOR_MARGIN`` more when no BM25 word
-match backs it -- or holds the query as an exact phrase.
-Nonsense ("zzzxqy qqqwv") then finds nothing.
+``cosine`` is between the query's and the chunk's embeddings; ``coverage``
+(0..1) is the share of the query's words the chunk holds (heading path
+included), each word weighted by its IDF in the store (BM25's IDF, from
+FTS5's vocabulary; stopwords left out unless nothing else is left; a word no
+chunk holds has the largest IDF). So when the query's words are not on a
+page (a paraphrase), coverage is ~0 for every candidate and meaning alone
+ranks; when they are, the pages holding the rare ones move up, and a rare
+identifier held by one page puts it first. A document ranks by its best
+chunk, which gives the heading path and the snippet.
 
-Cosine comes from :class:`skillgraph.store.vectors.VectorIndex`: one
-matrix-vector product over every stored vector, loaded once per process.
+Why not reciprocal-rank fusion (issue 15's): ranks throw away how close a
+chunk is, so RRF could not tell "best of a bad lot" from a real match: no
+floor on fused ranks separated nonsense from questions. One score that is
+both the ranking and the floor does (bench/search_eval.py --calibrate).
+
+**Relevance floor.** A document is a hit only when its relevance reaches the
+floor (``SKILLGRAPH_STORE_MIN_RELEVANCE``; by default the embedder's
+``min_relevance``). Nonsense ("qwxzv blorf") has no word in the store
+(coverage 0) and a low cosine: nothing is a hit, and ``scrapy search`` says so.
+The floor was set on the dev questions and checked on held-out ones
+(docs/store.md).
+
 ``graph`` restricts every ranking to the pages of one skill graph.
 """
 
@@ -38,7 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillgraph.store.chunk import plain_text
-from skillgraph.store.embed import Embedder, normalise
+from skillgraph.store.embed import STOPWORDS, Embedder, normalise
 from skillgraph.store.graphs import GraphIndex
 from skillgraph.store.lexical import LexicalIndex, fts_query, query_words
 from skillgraph.store.sqlite import SqliteStore
@@ -49,26 +52,27 @@ if TYPE_CHECKING:
 
 __all__ = ["Hit", "HybridSearch", "fts_query", "query_words", "search_from_settings", "snippet"]
 
-RRF_K = 60
-#: How much closer a page that shares no word with the query must be (bench/search_eval.py: nonsense reached
-#: a cosine of 0.353 with all-MiniLM-L6-v2; right pages found by meaning alone mostly lie above 0.4).
-FLOOR_MARGIN = 0.1
 SNIPPET_CHARS = 200
 
 
 @dataclass
 class Hit:
     rank: int
-    score: float
+    score: float  # the relevance of the best chunk (what the floor is compared with)
     url: str
     title: str | None
     heading: str
     snippet: str
-    lexical_rank: int | None
-    semantic_rank: int | None
+    lexical_rank: int | None  # the document's rank by BM25 of the query's words (None: not among its candidates)
+    semantic_rank: int | None  # its rank by cosine (None: not among the nearest chunks)
     similarity: float = 0.0  # cosine of the best chunk
     graph: str | None = None  # the skill graph and file holding the page, when a graph holds it
     file: str | None = None
+    coverage: float = 0.0  # IDF-weighted share of the query's words the best chunk holds
+
+    @property
+    def relevance(self) -> float:
+        return self.score
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,20 +90,27 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
+def content_words(query: str) -> list[str]:
+    """The query's distinct words without stopwords (all of them when nothing else is left)."""
+    words = list(dict.fromkeys(query_words(query)))
+    return [w for w in words if w not in STOPWORDS] or words
+
+
 class HybridSearch:
     def __init__(self, store: SqliteStore, embedder: Embedder, candidates: int = 50,
-                 semantic_weight: float | None = None, min_similarity: float | None = None,
+                 semantic_weight: float | None = None, min_relevance: float | None = None,
                  graphs: GraphIndex | None = None, lexical_weight: float | None = None) -> None:
         self.store = store
-        #: of the phrase and word BM25 rankings (0: embedding only)
-        self.lexical_weight = (float(getattr(embedder, "lexical_weight", 1.0))
-                               if lexical_weight is None else lexical_weight)
         self.embedder = embedder
         self.candidates = candidates
+        #: of the cosine in the relevance (0: BM25 ranks, the floor still applies)
         self.semantic_weight = (float(getattr(embedder, "semantic_weight", 1.0))
                                 if semantic_weight is None else semantic_weight)
-        self.min_similarity = (float(getattr(embedder, "min_similarity", 0.0))
-                               if min_similarity is None else min_similarity)
+        #: of the coverage in the relevance (0: meaning alone)
+        self.lexical_weight = (float(getattr(embedder, "lexical_weight", 0.25))
+                               if lexical_weight is None else lexical_weight)
+        self.min_relevance = (float(getattr(embedder, "min_relevance", 0.0))
+                              if min_relevance is None else min_relevance)
         self.graphs = graphs
         self.vectors = VectorIndex(store)
         self.text = LexicalIndex(store)
@@ -113,7 +124,8 @@ class HybridSearch:
         return self.text.phrase(query, limit or self.candidates, urls)
 
     def query_vector(self, query: str) -> array[float]:
-        return normalise(self.embedder.embed([query])[0])
+        embed = getattr(self.embedder, "embed_query", self.embedder.embed)  # a model may read queries otherwise
+        return normalise(embed([query])[0])
 
     def semantic(self, query: str, limit: int | None = None, urls: list[str] | None = None,
                  vector: array[float] | None = None) -> list[int]:
@@ -131,7 +143,23 @@ class HybridSearch:
         """The URLs of one graph's pages (empty when there is no such graph)."""
         return [p.url for p in self.graphs.pages(graph)] if self.graphs else []
 
+    def coverage(self, words: list[str], rows: dict[int, tuple[str, str, str, str | None]],
+                 idf: dict[str, float]) -> dict[int, float]:
+        """chunk id -> IDF-weighted share of ``words`` its heading path and text hold."""
+        total = sum(idf.values())
+        if not words or total <= 0:
+            return dict.fromkeys(rows, 0.0)
+        # one pass of one pattern over each chunk (not a word set of every chunk: ~150 candidates a query)
+        pattern = re.compile(r"(?<!\w)(" + "|".join(map(re.escape, idf)) + r")(?!\w)", re.IGNORECASE)
+        out = {}
+        for cid, (_, heading, text, _) in rows.items():
+            held = {m.lower() for m in pattern.findall(f"{heading}\n{plain_text(text)}")}
+            out[cid] = sum(idf[word] for word in held if word in idf) / total
+        return out
+
     def search(self, query: str, limit: int = 10, graph: str | None = None) -> list[Hit]:
+        if not query_words(query):
+            return []
         urls = self.graph_urls(graph) if graph else None
         if urls is not None and not urls:
             return []
@@ -141,39 +169,48 @@ class HybridSearch:
         candidates = list(dict.fromkeys(phrase + lexical + semantic))
         rows = self.store.chunk_rows(candidates)
         cosine = self.vectors.cosines(vector, candidates)
+        words = content_words(query)
+        idf = self.text.idf(words)
+        covered = self.coverage(words, rows, idf)
+        known = self.text.known_share(words)  # the share of the query the store has ever seen
 
-        def by_document(ranking: list[int]) -> dict[str, tuple[int, int]]:
-            """url -> (rank of the document, its best chunk): a document ranks where its best chunk does."""
-            ranks: dict[str, tuple[int, int]] = {}
+        def relevance(cid: int) -> float:
+            return known * (self.semantic_weight * cosine.get(cid, 0.0) + self.lexical_weight * covered.get(cid, 0.0))
+
+        def by_document(ranking: list[int]) -> dict[str, int]:
+            """url -> rank of the document: a document ranks where its best chunk does."""
+            ranks: dict[str, int] = {}
             for cid in ranking:
                 if cid in rows:  # else replaced between the queries
-                    ranks.setdefault(rows[cid][0], (len(ranks) + 1, cid))
+                    ranks.setdefault(rows[cid][0], len(ranks) + 1)
             return ranks
 
-        best_cosine: dict[str, float] = {}
+        best: dict[str, tuple[float, int]] = {}  # url -> (relevance, chunk) of its best candidate chunk
         for cid in candidates:
             if cid in rows:
-                url = rows[cid][0]
-                best_cosine[url] = max(best_cosine.get(url, -1.0), cosine.get(cid, 0.0))
-        phr, lex, sem = by_document(phrase), by_document(lexical), by_document(semantic)
-        fused: dict[str, float] = {}
-        for ranks, weight in ((phr, self.lexical_weight), (lex, self.lexical_weight), (sem, self.semantic_weight)):
-            if weight <= 0:
-                continue
-            for url, (rank, _) in ranks.items():
-                floor = self.min_similarity + (0.0 if url in lex else FLOOR_MARGIN)
-                if url in phr or best_cosine.get(url, 0.0) >= floor:
-                    fused[url] = fused.get(url, 0.0) + weight / (RRF_K + rank)
+                url, score = rows[cid][0], relevance(cid)
+                if url not in best or score > best[url][0]:
+                    best[url] = (score, cid)
+        lex, sem = by_document(lexical), by_document(semantic)
+        if self.semantic_weight > 0:
+            order = sorted(best, key=lambda u: (-best[u][0], u))
+        else:  # BM25 alone ranks (the phrase, then the words); the floor still decides what is a hit
+            lexical_order = by_document(phrase + lexical)
+            order = sorted(lexical_order, key=lambda u: lexical_order[u])
         located = self.graphs.by_url() if self.graphs else {}
         hits: list[Hit] = []
-        for url, value in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            cid = (sem[url] if self.lexical_weight <= 0 else phr.get(url) or lex.get(url) or sem[url])[1]
+        for url in order:
+            score, cid = best[url]
+            if score < self.min_relevance:
+                continue
             _, heading, text, title = rows[cid]
             page = located.get(url)
-            hits.append(Hit(len(hits) + 1, round(value, 6), url, title, heading, snippet(text, query),
-                            lex[url][0] if url in lex else None, sem[url][0] if url in sem else None,
-                            round(best_cosine.get(url, 0.0), 4), page.graph if page else None,
-                            page.file if page else None))
+            hits.append(Hit(len(hits) + 1, round(score, 6), url, title, heading, snippet(text, query),
+                            lex.get(url), sem.get(url), round(cosine.get(cid, 0.0), 4),
+                            page.graph if page else None, page.file if page else None,
+                            round(covered.get(cid, 0.0), 4)))
+            if len(hits) == limit:
+                break
         return hits
 
 
@@ -187,6 +224,6 @@ def search_from_settings(settings: BaseSettings, store: SqliteStore, embedder: E
     """The search ``scrapy search`` and ``scrapy mcp`` run: weights, floor and graphs from the settings."""
     return HybridSearch(store, embedder, settings.getint("SKILLGRAPH_STORE_SEARCH_CANDIDATES", 50),
                         optional_float(settings, "SKILLGRAPH_STORE_SEMANTIC_WEIGHT"),
-                        optional_float(settings, "SKILLGRAPH_STORE_MIN_SIMILARITY"),
+                        optional_float(settings, "SKILLGRAPH_STORE_MIN_RELEVANCE"),
                         GraphIndex(settings.get("SKILLGRAPH_GRAPHS_DIR") or "graphs"),
                         optional_float(settings, "SKILLGRAPH_STORE_LEXICAL_WEIGHT"))

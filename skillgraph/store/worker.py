@@ -27,8 +27,11 @@ Decisions are counted in ``stats`` (``skillgraph/worker/<event>``) and logged:
   document's fault: it takes the ordinary retry / dead-letter path. A
   ``--burst`` or local run stops instead (exit 1), leaving the document queued.
 
-This module is the documents and the loops; the worker's shared state, the
-Redis backoff and the embedder health gate are in :mod:`skillgraph.store.outages`.
+Every wait (Redis backoff, embedder probes) sleeps in short steps and raises
+:class:`StopRequestedError` once :meth:`WorkerBase.request_stop` was called.
+The shared state and waits (:class:`WorkerBase`) and the documents and loops
+(:class:`StoreWorker`) are one module: they are one worker, and as two modules
+they imported each other.
 """
 
 from __future__ import annotations
@@ -37,23 +40,28 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skillgraph.items import sha256_text
 from skillgraph.store.chunk import chunk_markdown, plain_text
-from skillgraph.store.outages import PREFIX, EmbedderDownError, StopRequestedError, WorkerBase
 from skillgraph.store.queue import Claim
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from skillgraph.store.embed import Embedder
+    from skillgraph.store.queue import ClaimQueue
+    from skillgraph.store.sqlite import SqliteStore
+
 __all__ = ["BLOCK_SECONDS", "PREFIX", "EmbedderDownError", "InvalidDocumentError", "StopRequestedError",
            "StoreWorker", "WorkerConfig", "parse_document"]
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+PREFIX = "skillgraph/worker/"
 BLOCK_SECONDS = 1.0  # BLMOVE wait: bounds how long a stop request waits for an idle worker
 
 
@@ -88,6 +96,112 @@ def parse_document(payload: bytes | str) -> dict[str, Any]:
     if not doc.get("sha256"):
         doc["sha256"] = sha256_text(doc["markdown"])
     return doc
+
+
+class StopRequestedError(Exception):
+    """Raised out of a Redis retry loop when the worker is asked to stop."""
+
+
+class EmbedderDownError(RuntimeError):
+    """The embedder raised: the worker, not the document, is failing."""
+
+
+class WorkerBase:
+    """What every part of the worker shares, and the waits that ride out an outage (StoreWorker's base)."""
+
+    def __init__(self, store: SqliteStore, embedder: Embedder, config: WorkerConfig,
+                 queue: ClaimQueue | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.queue = queue
+        self.stats: Counter[str] = Counter()
+        self.stopping = False
+        self.redis_down_since: float | None = None
+        self.next_reap = 0.0
+        self.embedder_down_since: float | None = None
+        if not store.fts:
+            self.stats[PREFIX + "no_fts"] = 1
+
+    def request_stop(self) -> None:
+        self.stopping = True
+
+    def inc(self, event: str, count: int = 1) -> None:
+        self.stats[PREFIX + event] += count
+
+    # -- the embedder health gate -----------------------------------------------------------------------
+
+    def embedder_failed(self, exc: Exception, claim: Claim | None = None) -> None:
+        self.inc("embedder_error")
+        if self.embedder_down_since is None:
+            self.embedder_down_since = time.monotonic()
+            self.inc("embedder_down")
+            logger.error("The embedder failed (%s): not claiming until it works again; the document goes "
+                         "back to the queue untried", exc, exc_info=True)
+        if claim is not None:
+            self.inc("released")
+
+    def embedder_works(self) -> bool:
+        """One probe: does the embedder embed a short known text? (A failure of one document is not an outage.)"""
+        try:
+            self.embedder.embed(["embedder health check"])
+        except Exception:
+            self.inc("embedder_error")
+            return False
+        return True
+
+    def wait_for_embedder(self) -> None:
+        """Probe the embedder with backoff until it embeds again (StopRequestedError when asked to stop)."""
+        delay = 0.5
+        while self.embedder_down_since is not None:
+            self._sleep(delay)
+            try:
+                self.embedder.embed(["embedder health check"])
+            except Exception as exc:
+                self.inc("embedder_error")
+                logger.info("The embedder still fails (%s); next probe in %.1fs", exc, delay)
+                delay = min(delay * 2, self.config.backoff_max)
+                continue
+            logger.warning("The embedder works again after %.1fs: claiming documents again",
+                           time.monotonic() - self.embedder_down_since)
+            self.inc("embedder_recovered")
+            self.embedder_down_since = None
+
+    # -- Redis, and waiting ---------------------------------------------------------------------------
+
+    def _redis(self, call: Callable[[], _T]) -> _T:
+        """``call()``, retried with backoff while Redis is unreachable; StopRequestedError when asked to stop."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        delay = 0.5
+        while True:
+            try:
+                result = call()
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                self.inc("redis_error")
+                if self.redis_down_since is None:
+                    self.redis_down_since = time.monotonic()
+                    logger.warning("Redis unreachable (%s); retrying with backoff (up to %ss)", exc,
+                                   self.config.backoff_max)
+                else:
+                    logger.info("Redis still unreachable (%s); next try in %.1fs", exc, delay)
+                self._sleep(delay)
+                delay = min(delay * 2, self.config.backoff_max)
+                continue
+            if self.redis_down_since is not None:
+                logger.info("Redis reachable again after %.1fs", time.monotonic() - self.redis_down_since)
+                self.redis_down_since = None
+            return result
+
+    def _sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.stopping:
+                raise StopRequestedError
+            time.sleep(min(0.1, deadline - time.monotonic()))
+        if self.stopping:
+            raise StopRequestedError
 
 
 class StoreWorker(WorkerBase):

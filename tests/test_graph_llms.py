@@ -119,3 +119,30 @@ def test_helpers() -> None:
     assert describe("# json\n\n**Source code:** [Lib/json/__init__.py](https://x/y)\n\n---\n\n"
                     "JSON is a lightweight data interchange format.\n") == \
         "JSON is a lightweight data interchange format."
+
+
+def test_descriptions_from_the_page_workers_give_the_same_llms_txt(tmp_path: Path) -> None:
+    """The workers describe a page from the scan they already made; llms.txt is the one the commit would write."""
+    from lxml import etree
+
+    from skillgraph.tiers.evaluate import markup_attempt
+    from tests.conftest import PYTHON_DOCS
+
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    pages, descriptions = [], {}
+    for n, rel in enumerate(("library/json.html", "library/functions.html", "tutorial/index.html", "glossary.html",
+                             "reference/datamodel.html", "library/index.html")):
+        url = f"http://docs.test/{rel}"
+        body = (PYTHON_DOCS / rel).read_bytes()
+        root = etree.fromstring(body, etree.HTMLParser(collect_ids=False, encoding="utf-8"))
+        attempt, _, _, notes = markup_attempt("html", url, 200, body.decode(), {}, root, 0.5)
+        (folder / f"{n}.md").write_text(attempt.markdown)
+        pages.append({"url": url, "file": f"{n}.md", "title": attempt.title})
+        assert notes.description is not None and notes.description == describe(attempt.markdown, attempt.title)
+        descriptions[url] = notes.description
+    write_graph_llms(folder, "docs", pages)
+    scanned = (folder / "llms.txt").read_text()
+    write_graph_llms(folder, "docs", pages, descriptions=descriptions)
+    assert (folder / "llms.txt").read_text() == scanned
+    assert sum(1 for line in scanned.splitlines() if line.startswith("- [") and "): " in line) >= 5

@@ -102,7 +102,8 @@ class GraphFolder:
         return self.staging / file_name
 
     def link_pages(self, pages: list[dict[str, Any]], aliases: dict[str, str], old_files: dict[str, str],
-                   executor: Executor | None = None, offsets: dict[str, bytes] | None = None) -> int:
+                   executor: Executor | None = None, offsets: dict[str, bytes] | None = None,
+               descriptions: dict[str, str] | None = None) -> int:
         """Point links between pages at their files (:mod:`skillgraph.graph.links`); returns how many.
 
         Runs once every page is known, so a link to a page written later is
@@ -134,7 +135,8 @@ class GraphFolder:
 
     def finish(self, pages: list[dict[str, Any]], titles: dict[str, str], aliases: dict[str, str],
                old_files: dict[str, str], summary: str | None, local_links: bool,
-               executor: Executor | None = None, offsets: dict[str, bytes] | None = None) -> int:
+               executor: Executor | None = None, offsets: dict[str, bytes] | None = None,
+               descriptions: dict[str, str] | None = None) -> int:
         """Every page is in: point links between pages at their files, then write ``llms.txt`` and ``llms-full.txt``.
 
         One path for the graph writer and for a fleet's assembly
@@ -142,7 +144,7 @@ class GraphFolder:
         same files. Returns how many links were rewritten (0 with local links off).
         """
         total = self.link_pages(pages, aliases, old_files, executor, offsets) if local_links else 0
-        write_graph_llms(self.staging, self.name, pages, summary, titles)
+        write_graph_llms(self.staging, self.name, pages, summary, titles, descriptions)
         return total
 
     def commit(self, sources: dict[str, Any]) -> None:

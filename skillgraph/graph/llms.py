@@ -28,7 +28,7 @@ from typing import Any, overload
 from urllib.parse import quote, urlsplit
 
 from skillgraph.files import write_stream
-from skillgraph.markdown import HEADING, IN_FENCE, headings, scan
+from skillgraph.markdown import HEADING, IN_FENCE, Line, headings, scan
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +41,12 @@ _FIELD = re.compile(r"^(\*\*|__)[^*_]{1,40}:(\*\*|__)")
 
 
 def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summary: str | None = None,
-                     titles: dict[str, str] | None = None) -> None:
+                     titles: dict[str, str] | None = None, descriptions: dict[str, str] | None = None) -> None:
     """Write ``llms.txt`` and ``llms-full.txt`` into ``folder`` for ``pages`` (``url``, ``file``, ``title``).
 
-    ``titles`` (URL -> title), when given, replaces the pages' own ``title``.
+    ``titles`` (URL -> title), when given, replaces the pages' own ``title``; ``descriptions``
+    (URL -> :func:`describe` of the page, done by the page workers from the scan they already had)
+    spares the commit that scan.
     One page's markdown is in memory at a time (page files are read once for
     each of the two files, from the page cache): holding them all and
     building ``llms-full.txt`` as one string raised a 20,000-page build's
@@ -57,7 +59,7 @@ def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summa
             present.append(page)
         else:
             logger.warning("llms.txt of graph %s: page file %s is missing; not listed", name, page["file"])
-    texts = PageTexts(folder, present, titles)
+    texts = PageTexts(folder, present, titles, descriptions)
     urls = [str(page["url"]) for page in present]
     write_stream(folder / "llms.txt", llms_index_lines(name, texts, urls, summary, common_scope(urls)))
     write_stream(folder / "llms-full.txt", (("\n" if i else "") + llms_full([pair]) for i, pair in enumerate(texts)))
@@ -66,8 +68,9 @@ def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summa
 class PageTexts(Sequence[tuple[dict[str, Any], str]]):
     """``(page with its title, markdown)`` of a graph's pages, each file read when its pair is asked for."""
 
-    def __init__(self, folder: Path, pages: list[dict[str, Any]], titles: dict[str, str] | None = None) -> None:
-        self.folder, self.pages, self.titles = folder, pages, titles
+    def __init__(self, folder: Path, pages: list[dict[str, Any]], titles: dict[str, str] | None = None,
+                 descriptions: dict[str, str] | None = None) -> None:
+        self.folder, self.pages, self.titles, self.descriptions = folder, pages, titles, descriptions or {}
 
     def __len__(self) -> int:
         return len(self.pages)
@@ -84,6 +87,8 @@ class PageTexts(Sequence[tuple[dict[str, Any], str]]):
         page = self.pages[index]
         if self.titles is not None:
             page = {**page, "title": self.titles.get(page["url"], "")}
+        if page["url"] in self.descriptions:
+            page = {**page, "description": self.descriptions[page["url"]]}
         return page, (self.folder / str(page["file"])).read_text("utf-8")
 
     def __iter__(self) -> Iterator[tuple[dict[str, Any], str]]:
@@ -120,7 +125,7 @@ def llms_index_lines(name: str, pages: Sequence[tuple[dict[str, Any], str]], url
             page, markdown = pages[index]
             title = str(page.get("title") or "").strip() or markdown_title(markdown) or Path(str(page["file"])).stem
             link = f"- [{_escape(title)}]({quote(str(page['file']))})"
-            description = describe(markdown, title)
+            description = page["description"] if "description" in page else describe(markdown, title)
             yield f"{link}: {description}\n" if description else f"{link}\n"
 
 
@@ -176,9 +181,12 @@ def markdown_title(markdown: str) -> str:
     return next((h.title for h in headings(markdown[:4000]) if h.level == 1 and h.depth == 0 and h.title), "")
 
 
-def describe(markdown: str, title: str = "") -> str:
-    """The page's first sentence-bearing paragraph line, plain, at most :data:`DESCRIPTION_CHARS` characters."""
-    for scanned in scan(markdown):
+def describe(markdown: str, title: str = "", lines: Iterable[Line] | None = None) -> str:
+    """The page's first sentence-bearing paragraph line, plain, at most :data:`DESCRIPTION_CHARS` characters.
+
+    ``lines`` is ``markdown``'s :func:`~skillgraph.markdown.scan` when done already.
+    """
+    for scanned in scan(markdown) if lines is None else lines:
         line = scanned.text.strip()
         if scanned.kind in IN_FENCE or scanned.kind == HEADING or not line \
                 or line.startswith(("#", "|", ">", "---", "<", "!", "[", "- ", "* ", "+ ", "=")):

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from skillgraph.render import Shell
     from skillgraph.tiers.attempt import Attempt
+    from skillgraph.tiers.evaluate import PageNotes
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class PageResult:
     sha256: str
     links: list[str] = field(default_factory=list)  #: in-scope page URLs, fragment-free, in page order
     outside: list[str] = field(default_factory=list)  #: links outside the scope (counted only)
-    link_offsets: bytes = b""  #: where the markdown's prose links start (the commit splices them)
+    notes: PageNotes | None = None  #: what the graph's commit reads of the markdown (links, description)
 
 
 def evaluate(job: PageJob) -> PageResult:
@@ -92,10 +93,10 @@ def evaluate(job: PageJob) -> PageResult:
     from skillgraph.tiers.evaluate import markup_attempt  # the tier ladder imports this module
 
     text, root = decode_and_parse(job.body, job.encoding)
-    attempt, shell, code_blocks, offsets = markup_attempt(job.tier, job.url, job.status, text, job.headers, root,
-                                                          job.threshold, job.title_hint)
+    attempt, shell, code_blocks, notes = markup_attempt(job.tier, job.url, job.status, text, job.headers, root,
+                                                        job.threshold, job.title_hint)
     attempt.headers = {}  # the crawl process has them: they do not travel back
-    result = PageResult(attempt, shell, code_blocks, sha256_text(attempt.markdown), link_offsets=offsets)
+    result = PageResult(attempt, shell, code_blocks, sha256_text(attempt.markdown), notes=notes)
     if job.links_scope is not None and attempt.status < 400 and root is not None:
         result.links, result.outside = read_links(job.url, text, root, job.links_scope, job.encoding)
     del root, text

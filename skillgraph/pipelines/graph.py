@@ -77,6 +77,7 @@ class GraphWriterPipeline:
         self.files: dict[str, str] = {}  # page URL -> file name
         self.titles: dict[str, str] = {}  # page URL -> title (for llms.txt; not a sources.json field)
         self.link_offsets: dict[str, bytes] = {}  # file -> where its links start (the page workers read them)
+        self.descriptions: dict[str, str] = {}  # page URL -> its llms.txt description (the page workers wrote it)
         self.folder: GraphFolder | None = None
         self.share: BuildShare | None = None  # a fleet worker's pages go to the fleet's build, not a graph
         self.finished = False
@@ -162,9 +163,11 @@ class GraphWriterPipeline:
         page = {"url": url, "file": file_name, "sha256": sha, "fetched_at": sys.intern(adapter["fetched_at"]),  # shared
                 "tier": sys.intern(adapter["tier"]), "quality": adapter.get("quality")}
         self.pages.append(page)
-        offsets = meta.get("link_offsets") if isinstance(meta, dict) else None
-        if offsets:
-            self.link_offsets[file_name] = offsets
+        if isinstance(meta, dict):
+            if meta.get("link_offsets"):
+                self.link_offsets[file_name] = meta["link_offsets"]
+            if meta.get("description") is not None:
+                self.descriptions[url] = meta["description"]
         try:
             await self.folder.write(file_name, markdown)  # a fleet worker too: its own graph if Redis is lost at close
         except OSError as exc:
@@ -325,7 +328,8 @@ class GraphWriterPipeline:
         old_files = {page["file"]: url for url, page in self.build.previous.pages.items()}
         total = self.folder.finish(self.pages, self.titles, self.build.aliases, old_files,
                                    llms_summary(scrape_profile(self.build)), self.local_links,
-                                   PagePool.of(self.crawler).running_executor(), self.link_offsets)
+                                   PagePool.of(self.crawler).running_executor(), self.link_offsets,
+                                   self.descriptions)
         if self.local_links:
             self.crawler.stats.set_value("skillgraph/graph/local_links", total)
             logger.info("Graph %s: %d links between its pages point at their files", self.name, total)

@@ -8,12 +8,14 @@ HTML) that keeps the HTML page's code as fenced blocks.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scrapy.http import Response, TextResponse
 
 from skillgraph.extract.api import Extraction, extract_tree
 from skillgraph.graph.links import link_offsets
+from skillgraph.graph.llms import describe
 from skillgraph.quality import FAIL, assess
 from skillgraph.quality.structure import markdown_lines
 from skillgraph.render import Shell, detect_shell
@@ -49,18 +51,33 @@ def page_attempt(tier: str, response: Response, threshold: float, title_hint: st
     return attempt, shell, code_blocks
 
 
+@dataclass
+class PageNotes:
+    """What the graph's commit needs of a page's markdown, read from the scan the workers already made.
+
+    The extractor's self-check scanned the markdown and the quality gates read the same scan: where its
+    prose links start (:func:`skillgraph.graph.links.link_offsets`: the commit splices links, no scan) and
+    its ``llms.txt`` description (:func:`skillgraph.graph.llms.describe`) cost no second scan here.
+    """
+
+    link_offsets: bytes = b""
+    description: str | None = None  #: None: described at commit (a page without a title of its own)
+
+
 def markup_attempt(tier: str, url: str, status: int, text: str, headers: dict[str, str],
                    root: etree._Element | None, threshold: float,
-                   title_hint: str = "") -> tuple[Attempt, Shell, int, bytes]:
+                   title_hint: str = "") -> tuple[Attempt, Shell, int, PageNotes]:
     """:func:`page_attempt` of a page given as its parts: no Scrapy response (the page pool's workers build none).
 
     ``text`` is the decoded page (the quality gates read block signatures in the raw markup), ``root`` its tree.
-    Also returns where the markdown's prose links start (:func:`skillgraph.graph.links.link_offsets`), read
-    from the scan the self-check made and the gates read next: the graph's commit then splices links, no scan.
     """
     extraction = extract_tree(root, url) if root is not None else Extraction("", "", None)
     title = extraction.title or title_hint
-    offsets = link_offsets(extraction.markdown, markdown_lines(extraction.markdown)) if extraction.markdown else b""
+    notes = PageNotes()
+    if extraction.markdown:
+        lines = markdown_lines(extraction.markdown)  # the self-check's scan (cached), which the gates read next
+        notes.link_offsets = link_offsets(extraction.markdown, lines)
+        notes.description = describe(extraction.markdown, title, lines) if title else None
     assessment = assess(text, markdown=extraction.markdown, title=title, status=status,
                         headers=headers, url=url, threshold=threshold)
     if tier != "html" or (assessment.passed and len(extraction.markdown) >= SHELL_CHECK_BELOW):
@@ -74,7 +91,7 @@ def markup_attempt(tier: str, url: str, status: int, text: str, headers: dict[st
     attempt.reextracted = extraction.reextracted or ""
     # Only the next tier's check reads it (a negotiated answer must keep the page's code): counted when one may come.
     code_blocks = sum(1 for _ in root.iter("pre")) if root is not None and not attempt.passed else 0
-    return attempt, shell, code_blocks, offsets
+    return attempt, shell, code_blocks, notes
 
 
 def is_markdown_answer(response: Response) -> bool:

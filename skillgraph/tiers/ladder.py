@@ -37,7 +37,7 @@ from skillgraph.render import RenderConfig, Shell, render_meta
 from skillgraph.signals import build_warning
 from skillgraph.strategy.profiler import utc_now
 from skillgraph.tiers.attempt import Attempt, better, next_tier_meta
-from skillgraph.tiers.evaluate import is_markdown_answer, negotiated_attempt
+from skillgraph.tiers.evaluate import PageNotes, is_markdown_answer, negotiated_attempt
 from skillgraph.urls import scope_of
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class TierLadder:
         shell = result.shell if stage == "html" else None
         code_blocks = result.code_blocks if stage == "html" else int(meta.get("skillgraph_code_blocks", 0))
         return chain(links, self.settle(response, link, stage, result.attempt, shell, code_blocks, result.sha256,
-                                        result.link_offsets))
+                                        result.notes))
 
     async def evaluate(self, response: Response, stage: str, follow: bool) -> PageResult:
         build = Build.of(self.crawler)
@@ -121,13 +121,13 @@ class TierLadder:
         return await PagePool.of(self.crawler).evaluate(response, stage, self.threshold, links)
 
     def settle(self, response: Response, link: str, stage: str, attempt: Attempt, shell: Shell | None,
-               code_blocks: int, sha256: str = "", link_offsets: bytes = b"") -> Iterator[Any]:
+               code_blocks: int, sha256: str = "", notes: PageNotes | None = None) -> Iterator[Any]:
         """The document when the tier passed, else the next tier (or the end of the ladder)."""
         meta = response.meta
         self.stats.inc_value(f"skillgraph/tiers/{stage}/{'passed' if attempt.passed else 'failed'}")
         if attempt.passed:
             yield self.document(link, attempt, stage, [*meta.get("skillgraph_attempts", ())], sha256=sha256,
-                                link_offsets=link_offsets)
+                                notes=notes)
             return
         skip = shell.skip_render(bool(attempt.block)) if shell else str(meta.get("skillgraph_render_skip") or "")
         yield from self.move_on(response.request, meta, link, attempt, stage, shell is not None and shell.is_shell,
@@ -235,7 +235,7 @@ class TierLadder:
         self.crawler.signals.send_catch_log(build_warning, kind=kind, url=url, message=message, label=label)
 
     def document(self, link: str, attempt: Attempt, tier: str, attempts: list[dict[str, Any]],
-                 warned: bool = False, sha256: str = "", link_offsets: bytes = b"") -> DocumentItem:
+                 warned: bool = False, sha256: str = "", notes: PageNotes | None = None) -> DocumentItem:
         if attempt.reextracted:
             self.stats.inc_value("skillgraph/tiers/reextracted")
             self.warn("re-extracted", link, f"structure self-check: {attempt.reextracted}", urlsplit(link).netloc)
@@ -248,7 +248,10 @@ class TierLadder:
             "tier_attempts": attempts,
             "tier_warned": warned,
         })
-        if link_offsets and sha256:  # where its links start, in the markdown of this hash (the commit splices)
-            item.meta["link_offsets"] = link_offsets
+        if notes is not None and sha256:  # read from this very markdown by the page workers, for the commit
+            if notes.link_offsets:
+                item.meta["link_offsets"] = notes.link_offsets
+            if notes.description is not None and attempt.title:
+                item.meta["description"] = notes.description
         self.stats.inc_value(f"skillgraph/tiers/document/{tier}")
         return item

@@ -61,6 +61,7 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_QUALITY_ENABLED": True,
     "SKILLGRAPH_QUALITY_THRESHOLD": 0.5,
     "SKILLGRAPH_PAGE_WORKERS": -1,
+    "SKILLGRAPH_GC_FREEZE_ENABLED": True,  # start-up's objects out of the garbage collector's walks
     # tier ladder and render (skillgraph/tiers, skillgraph/render; docs/rendering.md)
     "SKILLGRAPH_TIERS_NEGOTIATE": True,
     "SKILLGRAPH_RENDER_ENABLED": True,
@@ -189,6 +190,7 @@ SWITCHED_OFF: dict[str, tuple[str, str]] = {
 
 EXTENSIONS: dict[str, int] = {
     "skillgraph.extensions.download_errors.DownloadErrorLines": 50,  # a failed robots.txt: one line, traceback at DEBUG
+    "skillgraph.extensions.gc_freeze.GcFreeze": 60,  # once the engine runs: start-up's objects left alone by the GC
     "skillgraph.render.check.RenderCheck": 100,  # a missing browser fails the crawl at start
     "skillgraph.extensions.crawl_timeout.CrawlTimeout": 500,
     "skillgraph.extensions.stats_file.StatsFile": 900,

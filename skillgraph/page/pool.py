@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import gc
 import logging
 import multiprocessing
 import os
@@ -163,9 +164,12 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
     return list(inside), list(outside)
 
 
-def _ignore_interrupts() -> None:
-    """A worker leaves Ctrl-C to the crawl, which finishes its pages and then stops the pool."""
+def _start_worker() -> None:
+    """A worker leaves Ctrl-C to the crawl, which finishes its pages and then stops the pool; the modules it
+    started with are frozen out of the garbage collector's walks (as the crawl process does:
+    :mod:`skillgraph.extensions.gc_freeze`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
 
 
 class ArrivalOrder:
@@ -225,7 +229,7 @@ class PagePool:
         # forkserver: workers start from a clean process, not a fork of the reactor and its threads
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["skillgraph.tiers", "skillgraph.page.pool"])
-        executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_ignore_interrupts)
+        executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker)
         executor.submit(int).result()  # the processes are up
         if self.closed:
             executor.shutdown(wait=True)

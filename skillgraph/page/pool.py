@@ -49,6 +49,8 @@ _POOLS: WeakKeyDictionary[Crawler, PagePool] = WeakKeyDictionary()
 #: site never pays for starting processes; a larger crawl switches to the pool as soon as it is up.
 INLINE_PAGES = 8
 _SKIPPED_SCHEMES = ("#", "mailto:", "javascript:", "tel:", "data:")
+#: Every link's ``href``, as plain ``str`` (not lxml's "smart" strings that keep a reference to their element).
+_HREFS = etree.XPath("//a/@href", smart_strings=False)
 #: The extractor's parser (``collect_ids=False``: nothing looks elements up by id), reading UTF-8 bytes.
 _UTF8_PARSER = etree.HTMLParser(collect_ids=False, encoding="utf-8")
 
@@ -149,8 +151,8 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
     base = get_base_url(text[:4096], url, encoding)
     inside: dict[str, None] = {}
     outside: dict[str, None] = {}
-    for anchor in root.iter("a"):  # not XPath "//a/@href": no string object per attribute
-        href = (anchor.get("href") or "").strip()
+    for href in _HREFS(root):  # plain strings, gathered in C (no element proxy per anchor)
+        href = href.strip()
         if not href or href.startswith(_SKIPPED_SCHEMES):
             continue
         link = join(base, href.partition("#")[0])  # page_key(join(base, href)), the fragment never joined

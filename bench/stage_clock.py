@@ -23,7 +23,7 @@ crawl -> worker), its manager thread (unpickling results, worker -> crawl), the
 asyncio threads (page files and disk items written off the reactor).
 
 In the page workers, :func:`timed_evaluate` stands in for
-:func:`skillgraph.page.pool.evaluate` and times its steps: decoding, parsing,
+:func:`skillgraph.page.work.evaluate` and times its steps: decoding, parsing,
 content selection, markdown rendering, the structure self-check, assessment,
 the shell check, links, hashing. Each page's figures travel back with its
 result; a worker's own CPU outside them (unpickling jobs, pickling results) is
@@ -216,12 +216,13 @@ class StageClock:
 
     def _patch_pool(self) -> None:
         import skillgraph.page.pool as pagework
+        import skillgraph.page.work as work
         from skillgraph.graph.folder import GraphFolder
         from skillgraph.page.callbacks import PageCallbacks
         from skillgraph.tiers.ladder import TierLadder
 
         clock = self.clock
-        pagework.evaluate = timed_evaluate  # what the pool's workers (and the inline path) run
+        work.evaluate = timed_evaluate  # what the pool's workers (and the inline path) run
         run = pagework.PagePool._run
 
         async def collect(pool: Any, job: Any) -> Any:
@@ -352,7 +353,7 @@ def _patch_worker() -> Clock:
         return _WORKER_CLOCK
     clock = _WORKER_CLOCK = Clock()
     import skillgraph.extract.api as api
-    import skillgraph.page.pool as pagework
+    import skillgraph.page.work as pagework
     import skillgraph.tiers.evaluate as tiers_evaluate
 
     stages = {
@@ -379,7 +380,7 @@ def _patch_worker() -> Clock:
 
 
 def timed_evaluate(job: Any) -> Any:
-    """:func:`skillgraph.page.pool.evaluate`, its steps timed; the figures ride back on the result."""
+    """:func:`skillgraph.page.work.evaluate`, its steps timed; the figures ride back on the result."""
     global _FIRST_PROCESS_NS
     if _FIRST_PROCESS_NS is None:
         _FIRST_PROCESS_NS = time.process_time_ns()
@@ -400,9 +401,9 @@ _FIRST_PROCESS_NS: int | None = None
 
 
 def _original() -> Callable[..., Any]:
-    import skillgraph.page.pool as pagework
+    import skillgraph.page.work as work
 
-    return pagework.evaluate
+    return work.evaluate
 
 
 _ORIGINAL_EVALUATE = _original()

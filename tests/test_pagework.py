@@ -12,7 +12,8 @@ from urllib.parse import urljoin
 from scrapy.http import HtmlResponse
 
 from skillgraph.items import sha256_text
-from skillgraph.page.pool import NOT_PAGES, ArrivalOrder, PageJob, evaluate
+from skillgraph.page.pool import ArrivalOrder
+from skillgraph.page.work import NOT_PAGES, PageJob, evaluate
 from skillgraph.tiers.evaluate import page_attempt
 from skillgraph.urls import join, page_key
 from tests.conftest import PYTHON_DOCS
@@ -130,3 +131,23 @@ def test_the_parallel_path_writes_the_serial_paths_graph(python_docs: SiteServer
     assert llms[0] == llms[1]
     items = list((tmp_path / "workers-2" / "items").rglob("*.json"))
     assert items and all("html" not in json.loads(p.read_text()) for p in items)
+
+
+def test_a_page_worker_needs_neither_scrapy_nor_twisted() -> None:
+    """The fork server preloads what evaluation imports: without Scrapy and Twisted, workers start small."""
+    import subprocess
+    import sys
+
+    from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+    from skillgraph.page.work import SCRAPY_IGNORED_EXTENSIONS
+    from tests.conftest import ROOT
+
+    assert set(IGNORED_EXTENSIONS) == SCRAPY_IGNORED_EXTENSIONS, "the copy follows Scrapy's list"
+    probe = ("import sys; from skillgraph.page.work import PageJob, evaluate; import skillgraph.tiers.evaluate; "
+             f"body = open({str(PYTHON_DOCS / 'library/json.html')!r}, 'rb').read(); "
+             "r = evaluate(PageJob('html', 'http://docs.test/library/json.html', body, 'utf-8', {}, 200, '', 0.5, "
+             "'http://docs.test/')); assert r.attempt.markdown and r.links; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout

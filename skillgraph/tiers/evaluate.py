@@ -11,19 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scrapy.http import Response, TextResponse
-
 from skillgraph.extract.api import Extraction, extract_tree
 from skillgraph.graph.links import link_offsets
 from skillgraph.graph.llms import describe
 from skillgraph.quality import FAIL, assess
 from skillgraph.quality.structure import markdown_lines
-from skillgraph.render import Shell, detect_shell
+from skillgraph.render.shell import Shell, detect_shell
 from skillgraph.strategy.llms import looks_like_html
 from skillgraph.tiers.attempt import Attempt, code_fences_kept
 
 if TYPE_CHECKING:
     from lxml import etree
+    from scrapy.http import Response
 
 MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
 #: A page that passes the gates with this much markdown is no client-side shell.
@@ -42,6 +41,8 @@ def page_attempt(tier: str, response: Response, threshold: float, title_hint: st
     ``title_hint`` is used when the page has no title of its own (an llms.txt entry's name); ``root`` is the
     page already parsed (default: Scrapy's selector tree).
     """
+    from scrapy.http import TextResponse  # here: the page workers use this module without Scrapy
+
     if not isinstance(response, TextResponse):
         return Attempt.failed(tier, response.url, f"the {tier} response has no text", response.status), NOT_A_SHELL, 0
     if root is None:
@@ -95,6 +96,8 @@ def markup_attempt(tier: str, url: str, status: int, text: str, headers: dict[st
 
 
 def is_markdown_answer(response: Response) -> bool:
+    from scrapy.http import TextResponse
+
     ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
     head = response.text[:256] if isinstance(response, TextResponse) else "<html"
     return ctype.startswith(MARKDOWN_TYPES) and not looks_like_html(head)
@@ -107,10 +110,14 @@ def negotiated_attempt(response: Response, threshold: float, code_blocks: int, t
         ctype = headers.get("Content-Type", "").split(";")[0] or "no type"
         attempt = Attempt.failed("negotiated", response.url,
                                  f"answered {ctype} (HTTP {response.status}), not text/markdown", response.status)
+        from scrapy.http import TextResponse
+
         if response.status >= 400 and isinstance(response, TextResponse) and response.text:
             attempt.block = assess(response.text, status=response.status, headers=headers, url=response.url,
                                    threshold=threshold).block
         return attempt
+    from scrapy.http import TextResponse
+
     assert isinstance(response, TextResponse)
     text = response.text
     assessment = assess(None, markdown=text, title=title, status=response.status, headers=headers,

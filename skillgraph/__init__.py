@@ -40,6 +40,7 @@ MOVED: dict[str, str] = {
     "skillgraph.memtrim": "skillgraph.page.memtrim",
     "skillgraph.settings_check": "skillgraph.commands.settings_check",
     "skillgraph.distributed.redis_url": "skillgraph.distributed.connection",
+    "skillgraph.distributed.buildkeys": "skillgraph.distributed.keys",
     "skillgraph.pipelines.pending": "skillgraph.pipelines.dual_write",
     "skillgraph.pipelines.graph_fleet": "skillgraph.pipelines.graph",
 }

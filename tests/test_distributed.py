@@ -21,7 +21,8 @@ from scrapy.utils.test import get_crawler
 from skillgraph.addon import Addon
 from skillgraph.distributed import SCHEDULER, serializer
 from skillgraph.distributed.detection import shared_detection_enabled
-from skillgraph.distributed.frontier import Frontier, FrontierKeys
+from skillgraph.distributed.frontier import Frontier
+from skillgraph.distributed.keys import FrontierKeys
 from skillgraph.spiders.mediawiki import MediaWikiSpider
 from skillgraph.strategy.mediawiki import SiteInfo
 from skillgraph.urls import default_graph_name

@@ -25,8 +25,8 @@ from scrapy.utils.test import get_crawler
 
 from skillgraph.distributed import SCHEDULER
 from skillgraph.distributed import hostleases as hostleases_module
-from skillgraph.distributed.buildkeys import BuildKeys
 from skillgraph.distributed.hostleases import ACQUIRE, RELEASE, HostLeases
+from skillgraph.distributed.keys import BuildKeys
 from skillgraph.distributed.limits import fleet_link
 from tests.conftest import ROOT
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 - fixture

@@ -26,8 +26,8 @@ from scrapy.utils.test import get_crawler
 from skillgraph.distributed import SCHEDULER
 from skillgraph.distributed.admission import ADMIT, Admitted, FleetAdmission, held_key
 from skillgraph.distributed.admission import HOLD as HOLD_PAGE
-from skillgraph.distributed.buildkeys import BuildKeys
 from skillgraph.distributed.hostleases import ACQUIRE
+from skillgraph.distributed.keys import BuildKeys
 from skillgraph.distributed.limits import OPEN
 from skillgraph.distributed.politeness import HOLD, FleetPolitenessMiddleware
 from skillgraph.urls import default_graph_name

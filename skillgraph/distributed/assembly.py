@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from skillgraph.distributed.assemblykeys import AssemblyKeys
-    from skillgraph.distributed.frontier import FrontierKeys
+    from skillgraph.distributed.keys import FrontierKeys
     from skillgraph.distributed.share import BuildShare
     from skillgraph.graph.previous import PreviousBuild
 
@@ -148,7 +148,7 @@ def delete_build(client: Redis, keys: AssemblyKeys) -> int:
 
 def live_workers(client: Redis, frontier: str, timeout: float) -> set[str]:
     """Workers of ``frontier`` whose last heartbeat (Redis's clock) is within ``timeout`` seconds."""
-    from skillgraph.distributed.frontier import FrontierKeys
+    from skillgraph.distributed.keys import FrontierKeys
 
     seconds, micros = client.time()
     found = client.zrangebyscore(FrontierKeys.for_name(frontier).workers, seconds + micros / 1e6 - timeout, "+inf")

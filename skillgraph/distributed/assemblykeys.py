@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from skillgraph.distributed.buildkeys import BuildKeys
-from skillgraph.distributed.frontier import FrontierKeys
+from skillgraph.distributed.keys import BuildKeys, FrontierKeys
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -46,13 +46,12 @@ import socket
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
 from scrapy import signals
 
 from skillgraph.build.state import connect_redis
 from skillgraph.distributed import on_shared_frontier
 from skillgraph.distributed.connection import redis_unavailable_at_start
-from skillgraph.distributed.frontier import FrontierKeys
+from skillgraph.distributed.keys import FrontierKeys
 from skillgraph.signals import profile_detected
 from skillgraph.strategy.profiler import Probe, SiteProfile
 
@@ -110,7 +109,7 @@ class SharedDetection:
     @classmethod
     def for_spider(cls, spider: Spider) -> SharedDetection | None:
         """The coordinator of a distributed crawl; None in local mode."""
-        from skillgraph.distributed.frontier import frontier_name
+        from skillgraph.distributed.keys import frontier_name
 
         crawler = spider.crawler
         if not shared_detection_enabled(crawler) or redis_unavailable_at_start(crawler):  # a local crawl
@@ -126,6 +125,8 @@ class SharedDetection:
 
     async def follow(self) -> SiteProfile | None:
         """The leader's profile, adopted (follow it); or None: this worker won the lock and detects."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         waited = False
         try:
             while True:
@@ -160,6 +161,8 @@ class SharedDetection:
 
     async def keep_lock(self) -> None:
         """Refresh the lock every third of its TTL while detecting and seeding."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         refresh = self.redis.register_script(REFRESH)
         while True:
             await asyncio.sleep(self.lock_ms / 3000)
@@ -193,6 +196,8 @@ class SharedDetection:
 
     async def publish(self, profile: SiteProfile) -> None:
         """The leader's seeds are in the frontier: share the profile, drop the lock."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         if not self.leading:
             return
         own = getattr(self.spider, "shared_state", None)
@@ -207,6 +212,8 @@ class SharedDetection:
         await self.unlock()
 
     async def unlock(self) -> None:
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         if self.refresher is not None:
             self.refresher.cancel()
             self.refresher = None

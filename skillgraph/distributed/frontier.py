@@ -27,12 +27,12 @@ server (not Redis Cluster), like scrapy-redis itself.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_redis.queue import Base
 
 from skillgraph.compat.scrapy_redis import decode_request, encode_request
+from skillgraph.distributed.keys import FrontierKeys
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -117,30 +117,6 @@ for i = 1, #entries, 2 do
 end
 return moved
 """
-
-
-def frontier_name(spider: Spider) -> str:
-    """The frontier's name: the spider's, or ``spider:graph`` when the spider builds a graph of another name."""
-    graph = getattr(spider, "graph_name", None)
-    return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
-
-
-@dataclass(frozen=True)
-class FrontierKeys:
-    """The Redis keys of one frontier (``name`` is the spider, or ``spider:graph`` for ``docs``)."""
-
-    requests: str
-    dupefilter: str
-    workers: str
-    inflight_prefix: str
-    profile: str  # the leader's detection, shared (skillgraph.distributed.detection)
-    detect_lock: str  # held by the worker that detects
-
-    @classmethod
-    def for_name(cls, name: str, queue_key: str = "%(spider)s:requests",
-                 dupefilter_key: str = "%(spider)s:dupefilter") -> FrontierKeys:
-        return cls(queue_key % {"spider": name}, dupefilter_key % {"spider": name}, f"{name}:workers",
-                   f"{name}:inflight:", f"{name}:profile", f"{name}:detect:lock")
 
 
 class Frontier(Base):

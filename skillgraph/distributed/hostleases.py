@@ -5,7 +5,7 @@ workers on one frontier a host had N x ``CONCURRENT_REQUESTS_PER_DOMAIN`` reques
 once (4 at a bound of 2 with two workers, measured in tests/test_fleet_concurrency.py).
 Scrapy has no shared slot and scrapy-redis shares only the frontier, so a request here
 takes a *lease* on its host before it goes to its download slot, and gives it back when
-it leaves the downloader. Keys (:class:`~skillgraph.distributed.buildkeys.BuildKeys`):
+it leaves the downloader. Keys (:class:`~skillgraph.distributed.keys.BuildKeys`):
 
 * ``<frontier>:build:leases:<host>``, sorted set ``lease id -> expiry`` (Redis's clock).
   :data:`ACQUIRE` is one Lua script: expired leases are dropped, and when fewer than the

@@ -5,7 +5,7 @@ local mode; with N workers on one frontier that made the bound N times the
 setting, a host N times as busy and a page under two URLs written twice. The
 fleet-wide components (:mod:`skillgraph.distributed.admission`,
 :mod:`skillgraph.distributed.politeness`) decide in Redis instead, under the
-build's keys (:class:`~skillgraph.distributed.buildkeys.BuildKeys`). They share
+build's keys (:class:`~skillgraph.distributed.keys.BuildKeys`). They share
 this link (:func:`fleet_link`), which:
 
 * is there only in distributed mode with skillgraph's scheduler and
@@ -30,15 +30,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 from weakref import WeakKeyDictionary
 
-from redis.exceptions import RedisError
 from scrapy import signals
-from scrapy_redis import defaults as redis_defaults
 
 from skillgraph.build.state import connect_redis
 from skillgraph.distributed import on_shared_frontier
-from skillgraph.distributed.buildkeys import BuildKeys
 from skillgraph.distributed.connection import redis_at_start
-from skillgraph.distributed.frontier import FrontierKeys
+from skillgraph.distributed.keys import BuildKeys, FrontierKeys
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -78,6 +75,8 @@ class FleetLink:
         #: how long a place a worker holds (in the page budget, among a host's requests) outlives a dead worker
         self.lease = 2 * max(settings.getfloat("DOWNLOAD_TIMEOUT"), 1.0)
         self.retry_seconds = settings.getfloat("SKILLGRAPH_REDIS_RETRY_SECONDS", 5.0)
+        from scrapy_redis import defaults as redis_defaults  # built only in distributed mode: a local crawl skips it
+
         self.queue_key = str(settings.get("SCHEDULER_QUEUE_KEY") or redis_defaults.SCHEDULER_QUEUE_KEY)
         self.dupefilter_key = str(settings.get("SCHEDULER_DUPEFILTER_KEY") or redis_defaults.SCHEDULER_DUPEFILTER_KEY)
         self.redis: Redis | None = None
@@ -98,7 +97,7 @@ class FleetLink:
 
     async def spider_opened(self) -> None:
         """Ask Redis once (shared with the scheduler); name the build's keys; reset them for a fresh frontier."""
-        from skillgraph.distributed.frontier import frontier_name
+        from skillgraph.distributed.keys import frontier_name
 
         assert self.crawler.spider is not None and self.crawler.stats is not None
         if await redis_at_start(self.crawler) is not None:
@@ -131,6 +130,8 @@ class FleetLink:
 
     async def call(self, call: Callable[[], Awaitable[_T]]) -> _T | None:
         """Run a Redis call; None when the link is off or Redis fails (then the caller decides locally)."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         if not self.active:
             return None
         try:

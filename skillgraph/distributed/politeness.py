@@ -4,7 +4,7 @@ Scrapy's download slots space requests per process: N workers on one frontier
 hit a host N times as hard, and a ``Crawl-delay`` or a ``Retry-After`` was
 honoured by each worker alone. Scrapy has no shared slot, so this middleware
 reserves each request's send time in Redis, on the host's key
-``<frontier>:build:slot:<host>`` (:class:`~skillgraph.distributed.buildkeys.BuildKeys`):
+``<frontier>:build:slot:<host>`` (:class:`~skillgraph.distributed.keys.BuildKeys`):
 
 * **Delay.** One Lua script, atomic across the fleet: ``at = max(now, last + delay,
   hold)``; ``last = at``; the worker waits ``at - now`` (``asyncio.sleep``: the

@@ -70,7 +70,8 @@ from skillgraph.compat.scrapy import download_slots, slot_backlog
 from skillgraph.distributed.backlog import StartingRequests
 from skillgraph.distributed.connection import redis_at_start
 from skillgraph.distributed.fallback import local_scheduler, open_local_scheduler
-from skillgraph.distributed.frontier import Frontier, FrontierKeys, frontier_name
+from skillgraph.distributed.frontier import Frontier
+from skillgraph.distributed.keys import FrontierKeys, frontier_name
 from skillgraph.distributed.workers import STAT, FrontierWorker
 
 if TYPE_CHECKING:

@@ -28,7 +28,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
 from scrapy import signals
 
 from skillgraph.distributed import assemblykeys as ranks
@@ -73,7 +72,7 @@ class BuildShare:
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> BuildShare | None:
         """The share of a fleet worker; None in local mode (or with ``SKILLGRAPH_ASSEMBLY_ENABLED`` off)."""
-        from skillgraph.distributed.frontier import frontier_name
+        from skillgraph.distributed.keys import frontier_name
 
         if crawler.spider is None or not assembly_enabled(crawler):
             return None
@@ -83,6 +82,8 @@ class BuildShare:
 
     async def spider_opened(self) -> None:
         """On a fresh frontier (nothing queued, seen or detected), drop the shares of an unassembled earlier build."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         if not await self.joined():
             return
         assert self.redis is not None
@@ -133,6 +134,8 @@ class BuildShare:
 
     async def flush(self, build: Build | None, final: bool = False) -> bool:
         """Send pending pages (and, every :data:`FLUSH_SECONDS` or when ``final``, skips and warnings)."""
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         if self.redis is None:
             self.connect()
         if build is None and time.monotonic() - self.last_flush >= FLUSH_SECONDS:
@@ -212,6 +215,8 @@ class BuildShare:
 
         Not when the build was assembled meanwhile (its keys gone: they would be orphans). False: Redis is lost.
         """
+        from redis.exceptions import RedisError  # here: a local crawl never loads redis-py
+
         assert self.redis is not None
         try:
             assembled = bool(self.last_flush) and not self.pending_pages and not await self.redis.exists(

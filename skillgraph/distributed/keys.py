@@ -1,13 +1,43 @@
-"""The Redis keys of one distributed build's shared state: ``<frontier>:build:*`` (DESIGN.md "Redis keys").
+"""The names of the Redis keys of a shared frontier (``<frontier>:requests``, ``:dupefilter``, workers, the
+shared profile) and of one distributed build's shared state (``<frontier>:build:*``; DESIGN.md "Redis keys").
 
-One build is one run of a shared frontier. Every worker of the fleet reads and
-writes these keys; the last worker out (or ``scrapy assemble``) deletes them once
-the graph is written. Names live here so that the components sharing a build agree.
+Names only, no client: the components that share a frontier agree on them, and a local crawl that
+never talks to Redis loads no Redis library to know them. One build is one run of a shared frontier:
+every worker of the fleet reads and writes its keys; the last worker out (or ``scrapy assemble``)
+deletes them once the graph is written.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+
+
+def frontier_name(spider: Spider) -> str:
+    """The frontier's name: the spider's, or ``spider:graph`` when the spider builds a graph of another name."""
+    graph = getattr(spider, "graph_name", None)
+    return spider.name if not graph or graph == spider.name else f"{spider.name}:{graph}"
+
+
+@dataclass(frozen=True)
+class FrontierKeys:
+    """The Redis keys of one frontier (``name`` is the spider, or ``spider:graph`` for ``docs``)."""
+
+    requests: str
+    dupefilter: str
+    workers: str
+    inflight_prefix: str
+    profile: str  # the leader's detection, shared (skillgraph.distributed.detection)
+    detect_lock: str  # held by the worker that detects
+
+    @classmethod
+    def for_name(cls, name: str, queue_key: str = "%(spider)s:requests",
+                 dupefilter_key: str = "%(spider)s:dupefilter") -> FrontierKeys:
+        return cls(queue_key % {"spider": name}, dupefilter_key % {"spider": name}, f"{name}:workers",
+                   f"{name}:inflight:", f"{name}:profile", f"{name}:detect:lock")
 
 
 @dataclass(frozen=True)

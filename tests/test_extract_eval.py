@@ -204,13 +204,32 @@ def test_fidelity_gate_fails_on_each_kind_of_regression() -> None:
     failures = module.gate_fidelity(bad, pinned)
     assert not any("qdoc" in f for f in failures), failures
     for needle in ("postgresql: pre_lines", "postgresql: fence_junk", "postgresql: tags", "doxygen: text recall",
-                   "doxygen: table_rows", "libxml2: repeated_lines",
+                   "doxygen: table_rows", "libxml2: repeated_lines", "mkdocs: time ratio",
                    "time per page", "fidelity set python missing"):
         assert any(needle in f for f in failures), (needle, failures)
     assert module.gate_fidelity(None, pinned) == ["fidelity sets were not measured"]
     dev_only = {name: res for name, res in good.items() if not pinned["sets"][name].get("held_out")}
     assert module.gate_fidelity(dev_only, pinned, held_out=False) == []
     assert any("fidelity set nodejs missing" in f for f in module.gate_fidelity(dev_only, pinned))
+
+
+def test_speed_is_gated_per_set_and_as_the_median_over_the_sets() -> None:
+    """Issue 22's measure: each set's CPU time ratio to trafilatura's, their median, the worst set."""
+    module = load_eval()
+    pinned = json.loads((ROOT / "bench" / "extract_thresholds.json").read_text())["fidelity"]
+    traf = fidelity_row(ms_page=20.0)
+    fid = {name: {"skillgraph": fidelity_row(ms_page=2.0), "trafilatura": traf} for name in pinned["sets"]}
+    speed = module.set_time_ratios(fid)
+    assert speed["median"] == pytest.approx(0.1) and speed["worst_ratio"] == pytest.approx(0.1)
+    assert module.gate_fidelity(fid, pinned) == []
+    slower = {name: {**res, "time_ratio": 0.3} for name, res in fid.items()}  # the run's own ratio wins
+    failures = module.gate_fidelity(slower, pinned)
+    assert any(f.startswith("median time ratio over the sets 0.300") for f in failures), failures
+    assert not any(": time ratio" in f for f in failures), "0.3 is slower than the median bar, not than the cap"
+    one = {**fid, "postgresql": {**fid["postgresql"], "time_ratio": 0.9}}
+    failures = module.gate_fidelity(one, pinned)
+    assert failures == ["postgresql: time ratio 0.900 of trafilatura's > 0.5"], failures
+    assert module.set_time_ratios(one)["worst"] == "postgresql"
 
 
 def test_table_rows_are_read_through_markup() -> None:

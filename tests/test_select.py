@@ -11,15 +11,21 @@ import re
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
 from skillgraph.extract import extract_html
 from skillgraph.extract.api import parse
+from skillgraph.extract.classify import SKIP, kind
+from skillgraph.extract.code import lays_out
+from skillgraph.extract.facts import Facts
+from skillgraph.extract.inline import text_of
 from skillgraph.extract.select import descend, masses
-from skillgraph.extract.shape import structure
+from skillgraph.extract.shape import Census, Counts, counts, structure
 from skillgraph.quality.model import FAIL, PASS, WARN
 from skillgraph.quality.structure import Structure, read_markdown, structure_check
 
 POSTGRES = Path("/usr/share/doc/postgresql-doc-15/html")
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 DOXYGEN = Path("/usr/share/doc/doxygen/html")
 
 
@@ -214,3 +220,45 @@ def test_qdoc_member_lists_extract() -> None:
     assert "This is the complete list of members for [QString](qstring.html)" in page.markdown
     assert page.markdown.count("\n- ") > 100
     assert "Qt 5.15.8 Reference Documentation" not in page.markdown and "Copyright" not in page.markdown
+
+
+def census_pages() -> list[etree._Element]:
+    legend = DOXYGEN / "examples" / "func" / "html" / "graph_legend.html"
+    pages = [need(POSTGRES / "tutorial-select.html"), need(legend), PYTHON_DOCS / "library" / "json.html"]
+    roots = [parse(page.read_bytes()) for page in pages if page.exists()]
+    # content inside chrome: the page hides it, the element holding it does not (QDoc's header wrapper)
+    roots.append(parse("<html><body><div class='navbar'><div class='content'><h1>A</h1><h2>B</h2><pre>x = 1</pre>"
+                       "<div class='fragment'><div class='line'>int a;</div></div><pre><table><tr><td>t</td></tr>"
+                       "</table></pre></div></div><nav><h2>Menu</h2></nav><pre>y</pre></body></html>"))
+    return [root for root in roots if root is not None]
+
+
+def test_the_census_counts_every_candidate_as_a_count_of_its_own_would() -> None:
+    """Census.within(el) is counts(el, sources=False) for every element, chrome or not."""
+    for root in census_pages():
+        body = root.find("body")
+        facts = Facts()
+        census = Census(body, facts)
+        assert census.page == counts(body, sources=False)
+        for el in body.iter():
+            if isinstance(el.tag, str):
+                assert census.within(el) == counts(el, sources=False), (el.tag, el.get("class"))
+        for pre, laid in facts.layouts.items():
+            assert laid == lays_out(pre)
+        for pre, text in facts.texts.items():
+            assert text == text_of(pre)
+    body = census_pages()[-1].find("body")
+    census = Census(body)
+    assert census.page == Counts(1, 0, 0), "inside the navbar and the nav: hidden from the page"
+    assert census.within(body[0][0]) == Counts(2, 0, 2), "not from the element inside the navbar"
+
+
+def test_the_scorer_leaves_what_kind_said_for_the_renderer() -> None:
+    root = parse(need(POSTGRES / "tutorial-select.html").read_bytes())
+    assert root is not None
+    body = root.find("body")
+    facts = Facts()
+    masses(body, facts)
+    assert len(facts.kinds) > 20
+    assert all(flags == kind(el, el.tag) for el, flags in facts.kinds.items())
+    assert any(flags & SKIP for flags in facts.kinds.values()), "chrome met on the way is recorded too"

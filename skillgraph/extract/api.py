@@ -17,11 +17,12 @@ from lxml import etree
 
 from skillgraph.extract.content import main_content
 from skillgraph.extract.detect import detect
+from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import Linker, escape
 from skillgraph.extract.render import Renderer
 from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
-from skillgraph.extract.shape import counts, fence_sources, structure
-from skillgraph.extract.title import head_title, page_title, site_banner
+from skillgraph.extract.shape import Census, fence_sources
+from skillgraph.extract.title import first_h1, head_title, page_title, site_banner
 from skillgraph.extract.toc import INDEX_PAGE_CHARS, with_toc
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
@@ -82,9 +83,9 @@ def _tidy(blocks: list[str]) -> list[str]:
     return kept
 
 
-def _render(root: etree._Element, body: etree._Element, url: str | None,
-            skip: set[etree._Element] | None) -> tuple[Renderer, str]:
-    renderer = Renderer(Linker(_base(root, url), url), skip)
+def _render(root: etree._Element, body: etree._Element, url: str | None, skip: set[etree._Element] | None,
+            facts: Facts | None = None) -> tuple[Renderer, str]:
+    renderer = Renderer(Linker(_base(root, url), url), skip, facts)
     markdown = "\n\n".join(_tidy(renderer.blocks(body)))
     if len(markdown) < INDEX_PAGE_CHARS:
         page = root.find("body")
@@ -109,30 +110,35 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     landmark = main_content(root, generator)
     if landmark is not None and landmark.tag == "div" and _wraps(landmark, body):
         landmark = None  # a wrapper of the whole page (Django's div.document) marks no content: score it
-    page = counts(body, sources=False)  # the page's code blocks and headings only
+    facts = Facts()  # what each pass learns of an element, kept for the passes after it
+    census = Census(body, facts)  # the page's code blocks and headings only, each one's verdict kept
     scores = None
     if landmark is None:
-        scores = masses(body)
+        scores = masses(body, facts)
         first = descend(body, scores)
     else:
         first = landmark
     tried: list[tuple[etree._Element, Renderer, str, Check]] = []
     banners: list[tuple[etree._Element, str] | None] = []
+    h1s: list[etree._Element | None] = []
     element = first
     while True:
-        banner = site_banner(root, element)
+        h1 = first_h1(element)
+        h1s.append(h1)
+        banner = site_banner(root, element, h1)
         banners.append(banner)
-        renderer, markdown = _render(root, element, url, _chrome(element, scores, banner[0] if banner else None))
+        renderer, markdown = _render(root, element, url, _chrome(element, scores, banner[0] if banner else None),
+                                     facts)
         # checked as it will be written, final newline included (the counts are the same): the
         # quality gates then find this markdown already scanned (quality.structure.markdown_lines)
-        check = structure_check(structure(element, page, sources=False), markdown + "\n" if markdown else "",
+        check = structure_check(census.structure(element), markdown + "\n" if markdown else "",
                                 partial(fence_sources, element))
         tried.append((element, renderer, markdown, check))
         if check.status != FAIL:
             break
         following = None
         if element is landmark:
-            scores = scores if scores is not None else masses(body)
+            scores = scores if scores is not None else masses(body, facts)
             following = descend(body, scores)
         if following is None or any(following is t[0] for t in tried):
             following = body
@@ -144,8 +150,9 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     reextracted = None
     if chosen is not tried[0]:
         reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
-    banner = banners[next(i for i, t in enumerate(tried) if t is chosen)]
-    title = banner[1] if banner else page_title(root, element, generator)
+    at = next(i for i, t in enumerate(tried) if t is chosen)
+    banner = banners[at]
+    title = banner[1] if banner else page_title(root, element, generator, h1s[at])
     if title and not renderer.saw_h1:
         promoted = head_title(markdown, title)
         if promoted is not None:

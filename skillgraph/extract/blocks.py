@@ -18,6 +18,8 @@ from lxml import etree
 from skillgraph.extract.inline import Linker, guard_line, squash
 
 BR = "\x01"  # hard line break marker inside a paragraph (never whitespace to str.split)
+#: First characters :func:`~skillgraph.extract.inline.guard_line` may escape (digits aside).
+_GUARDED = frozenset("#>|-+~=")
 
 
 class Out:
@@ -39,9 +41,11 @@ class Out:
             lines = [guard_line(line) for line in map(squash, raw.split(BR)) if line]
             para = "\\\n".join(lines)
         else:
-            para = squash(raw)
+            para = " ".join(raw.split())  # squash(), inline: once per paragraph
             if para:
-                para = guard_line(para)
+                first = para[0]
+                if first in _GUARDED or first.isdigit():
+                    para = guard_line(para)
         if para:
             self.blocks.append(para)
 

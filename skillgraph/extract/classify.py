@@ -135,6 +135,23 @@ def _classify(tag: str, cls: str) -> int:
     return flags
 
 
+_code_cache: dict[str, bool] = {}
+
+
+def code_class(cls: str) -> bool:
+    """Does a class string hold a :data:`CODE_TOKENS` token (memoised)?
+
+    The cheap question to ask of every ``<div>`` before :func:`kind`: only those it says
+    yes for can be code containers.
+    """
+    found = _code_cache.get(cls)
+    if found is None:
+        if len(_code_cache) > CACHE_LIMIT:  # keep memory bounded over a long crawl
+            _code_cache.clear()
+        found = _code_cache[cls] = not CODE_TOKENS.isdisjoint(cls.split())
+    return found
+
+
 _ATTR_NAMES = frozenset(["role", "aria-hidden", "hidden", "id", "style"])
 _BARE = dict.fromkeys(SKIP_TAGS | {"aside", "footer"}, SKIP)
 

@@ -32,7 +32,10 @@ def _needs_walk(pre: etree._Element) -> bool:
     Python checks, not XPath: a ``descendant::*[...]`` query measured 5x slower on
     Pygments span soup.  Gutters (Pygments ``span.linenos``) open every line, so
     looking at the first few children of the block (or of its ``<code>``) finds them.
+    A block of plain text (no child element) needs neither look.
     """
+    if not len(pre) and pre.tag not in _LINE_ELEMENTS:
+        return False
     if next(pre.iter(*_LINE_ELEMENTS), None) is not None:
         return True
     parent = pre[0] if len(pre) == 1 and pre[0].tag == "code" else pre
@@ -77,14 +80,17 @@ def _walk(el: etree._Element, parts: list[str]) -> None:
             parts.append(child.tail)
 
 
-def code_text(pre: etree._Element) -> str:
-    """The code as the reader sees it: leading blank lines and trailing space dropped."""
+def code_text(pre: etree._Element, known: str | None = None) -> str:
+    """The code as the reader sees it: leading blank lines and trailing space dropped.
+
+    ``known``: :func:`text_of` of ``pre``, when a pass before read it (:class:`facts.Facts`).
+    """
     if _needs_walk(pre):
         parts: list[str] = []
         _walk(pre, parts)
         text = "".join(parts)
     else:
-        text = text_of(pre)
+        text = known if known is not None else text_of(pre)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.rstrip()
@@ -98,13 +104,34 @@ def code_text(pre: etree._Element) -> str:
 def _lang_from(el: etree._Element | None, bare: bool) -> str | None:
     if el is None:
         return None
+    names = el.keys()  # one read: most blocks and wrappers have a class at most
+    if not names:
+        return None
     for attr in ("data-language", "data-lang"):
-        value = el.get(attr)
-        if value:
-            return value
+        if attr in names:
+            value = el.get(attr)
+            if value:
+                return value
+    if "class" not in names:
+        return None
     cls = el.get("class")
     if not cls:
         return None
+    key = (cls, bare)
+    found = _by_class.get(key, "")
+    if found == "":
+        if len(_by_class) > _CACHE_LIMIT:  # keep memory bounded over a long crawl
+            _by_class.clear()
+        found = _by_class[key] = _lang_of_class(cls, bare)
+    return found
+
+
+#: The language a class string names (None: none), per class string and bareness: wrappers repeat.
+_by_class: dict[tuple[str, bool], str | None] = {}
+_CACHE_LIMIT = 10_000
+
+
+def _lang_of_class(cls: str, bare: bool) -> str | None:
     for tok in cls.split():
         for prefix in _LANG_PREFIXES:
             if tok.startswith(prefix) and len(tok) > len(prefix):
@@ -157,12 +184,12 @@ def lays_out(pre: etree._Element) -> bool:
     it holds is then a page's structure, read as blocks, not a listing to fence.  Line
     elements (``div``, ``span``, ``br``) are how highlighters write code and do not count.
     """
-    return next(pre.iter(*_LAYOUT_TAGS), None) is not None
+    return bool(len(pre)) and next(pre.iter(*_LAYOUT_TAGS), None) is not None
 
 
-def code_block(pre: etree._Element) -> str | None:
-    """Markdown for a ``<pre>`` element (None when it holds no code)."""
-    code = code_text(pre)
+def code_block(pre: etree._Element, known: str | None = None) -> str | None:
+    """Markdown for a ``<pre>`` element (None when it holds no code); ``known``: its text, if read already."""
+    code = code_text(pre, known)
     if not code.strip():
         return None
     return fence(code, language(pre))

@@ -35,7 +35,7 @@ _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
 def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> None:
     """Render an element whose class or role (``flags``, from :func:`kind`) says more than its tag."""
-    if flags & CODE and el.find(".//pre") is None:
+    if flags & CODE and next(el.iter("pre"), None) is None:
         out.flush()
         block = code_block(el)
         if block:
@@ -95,7 +95,7 @@ def _title(el: etree._Element) -> tuple[etree._Element | None, str]:
 def admonition(r: Walker, el: etree._Element, out: Out) -> None:
     """``> **Note:** body`` for every admonition family."""
     out.flush()
-    antora = el.find("table//td") if el.find("table") is not None else None
+    antora = el.find("table//td") if next(el.iterchildren("table"), None) is not None else None
     if antora is not None and "icon" in (antora.get("class") or ""):
         icon = antora.find("*[@title]")
         label = icon.get("title", "") if icon is not None else plain_text(antora)
@@ -116,9 +116,10 @@ def admonition(r: Walker, el: etree._Element, out: Out) -> None:
             body.insert(0, lead)
     if not body:
         return
-    if any(block.startswith("|") or fenced_blocks(block) for block in body):
+    if any(block.startswith("|") or (("```" in block or "~~~" in block) and fenced_blocks(block)) for block in body):
         # An admonition holding code (a fenced block anywhere in its body, as skillgraph.markdown
-        # reads it) or a table keeps its label and its blocks unquoted: a quoted fence ("> ```")
+        # reads it; only a block with a run of three backticks or tildes can hold one, so no other
+        # is scanned) or a table keeps its label and its blocks unquoted: a quoted fence ("> ```")
         # or table ("> |") is lost on naive line-based readers of the graph (an agent's grep, a
         # fence-pairing script, a pipe-table reader).
         out.blocks.extend(body)
@@ -129,7 +130,7 @@ def admonition(r: Walker, el: etree._Element, out: Out) -> None:
 def details(r: Walker, el: etree._Element, out: Out) -> None:
     """A collapsible block: its summary as a bold line, then its content."""
     out.flush()
-    summary = el.find("summary")
+    summary = next(el.iterchildren("summary"), None)
     if summary is not None and not kind(summary, "summary") & SKIP:
         blocks = r.blocks(summary)
         if len(blocks) == 1 and "\n" not in blocks[0] and not blocks[0].startswith(("#", "**")):

@@ -72,6 +72,21 @@ _CLASSES = (
 _CONTAINERS = ("div", "main", "article", "aside", "nav", "body")
 
 
+#: The family a class string names ("" for none), memoised: a page without a generator's
+#: mark is probed container by container, and its class strings repeat.
+_by_class: dict[str, str] = {}
+_CACHE_LIMIT = 10_000
+
+
+def _class_family(cls: str) -> str:
+    family = _by_class.get(cls)
+    if family is None:
+        if len(_by_class) > _CACHE_LIMIT:  # keep memory bounded over a long crawl
+            _by_class.clear()
+        family = _by_class[cls] = next((family for needle, family in _CLASSES if needle in cls), "")
+    return family
+
+
 def _probe(root: etree._Element) -> str | None:
     for el in root.iter(*_CONTAINERS):
         ident = el.get("id")
@@ -79,9 +94,9 @@ def _probe(root: etree._Element) -> str | None:
             return _IDS[ident]
         cls = el.get("class")
         if cls:
-            for needle, family in _CLASSES:
-                if needle in cls:
-                    return family
+            family = _class_family(cls)
+            if family:
+                return family
     return None
 
 

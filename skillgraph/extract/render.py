@@ -18,6 +18,7 @@ from lxml import etree
 from skillgraph.extract import code, containers, tables
 from skillgraph.extract.blocks import BR, Out, hoist_fences, indent_item, quote_lines
 from skillgraph.extract.classify import SKIP, kind
+from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import (
     Linker,
     code_span,
@@ -33,9 +34,12 @@ Handler = Callable[["Renderer", etree._Element, Out], None]
 class Renderer:
     """Walks an element tree and renders it as markdown (never mutating it)."""
 
-    def __init__(self, linker: Linker, skip: set[etree._Element] | None = None) -> None:
+    def __init__(self, linker: Linker, skip: set[etree._Element] | None = None, facts: Facts | None = None) -> None:
         self.linker = linker
         self.skip = skip or None  #: more chrome to skip (navigation bars found by the scorer)
+        #: what the passes before this one learnt of the page's elements
+        self.facts = facts if facts is not None else Facts()
+        self.kinds = self.facts.kinds or None  #: :func:`classify.kind` of the elements the scorer weighed
         self.tab_queue: list[str] = []
         self.tab_by_id: dict[str, str] = {}
         self.saw_h1 = False
@@ -59,25 +63,37 @@ class Renderer:
         return " ".join(b.replace("\\\n", " ").replace("\n", " ") for b in self.blocks(el))
 
     def walk(self, el: etree._Element, out: Out, exclude: etree._Element | None = None) -> None:
-        """Render the children of ``el`` into ``out``."""
+        """Render the children of ``el`` into ``out``.
+
+        The loop every element of the content goes through: a child the structural scorer
+        classified already is not asked about again, and a plain inline child without children
+        (a ``<span>`` of highlighted or annotated text) is written here, without a call of its own.
+        """
         inline = out.inline
         text = el.text
         if text and (inline or not text.isspace()):
             inline.append(escape(text))
         skip = self.skip
+        kinds = self.kinds
         for child in el:
             tag = child.tag
             if tag.__class__ is str and child is not exclude and not (skip and child in skip):
-                flags = kind(child, tag)
+                flags = kinds.get(child, -1) if kinds is not None else -1
+                if flags < 0:
+                    flags = kind(child, tag)
                 if flags:
                     if not flags & SKIP:
                         containers.special(self, child, tag, flags, out)
                 else:
                     handler = HANDLERS.get(tag)
-                    if handler is None:
+                    if handler is not None:
+                        handler(self, child, out)
+                    elif len(child):
                         self.walk(child, out)
                     else:
-                        handler(self, child, out)
+                        text = child.text
+                        if text and (inline or not text.isspace()):
+                            inline.append(escape(text))
             text = child.tail
             if text and (inline or not text.isspace()):
                 inline.append(escape(text))
@@ -85,12 +101,14 @@ class Renderer:
     # -- handlers ---------------------------------------------------------
 
     def block(self, el: etree._Element, out: Out) -> None:
-        out.flush()
+        if out.inline:
+            out.flush()
         self.walk(el, out)
-        out.flush()
+        if out.inline:
+            out.flush()
 
     def header(self, el: etree._Element, out: Out) -> None:
-        if el.find(".//h1") is not None:
+        if next(el.iter("h1"), None) is not None:
             self.block(el, out)
 
     def heading(self, el: etree._Element, out: Out) -> None:
@@ -111,11 +129,14 @@ class Renderer:
         out.flush()
         if len(el) == 1 and el[0].tag == "pre" and not (el.text or "").strip():
             el = el[0]  # <pre><pre>: trafilatura's HTML output, pretty-printed around the real block
-        if code.lays_out(el):
+        laid = self.facts.layouts.get(el)
+        if laid is None:
+            laid = code.lays_out(el)
+        if laid:
             self.walk(el, out)  # a page's structure kept in <pre> for its spacing: blocks, not a fence
             out.flush()
             return
-        block = code.code_block(el)
+        block = code.code_block(el, self.facts.texts.get(el))
         if block:
             out.blocks.append(block)
 

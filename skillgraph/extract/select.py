@@ -33,6 +33,7 @@ import re
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.extract.shape import HEADINGS
 
@@ -84,24 +85,42 @@ class Scores:
         return (heads > 0 or total >= LEAD_PROSE) and links < 0.5 * max(1, raw)
 
 
-def _is_navbar(el: etree._Element, raw: int, links: int) -> bool:
-    """Short, mostly links, naming two of Next/Prev/Up/Home (the caller rules out headings and inner bars)."""
-    if el.tag not in _NAVBAR_TAGS or not 0 < raw <= NAVBAR_CHARS or links < NAVBAR_LINK_SHARE * raw:
+def _is_navbar(el: etree._Element, raw: int, links: int, tag: str) -> bool:
+    """Short, mostly links, naming two of Next/Prev/Up/Home (the caller rules out headings and inner bars).
+
+    Every row of a table of linked names is short and mostly links: an ASCII text whose
+    words cannot hold two of the four (fewer than two of their stems as substrings) is told
+    apart without the regular expression.
+    """
+    if tag not in _NAVBAR_TAGS or not 0 < raw <= NAVBAR_CHARS or links < NAVBAR_LINK_SHARE * raw:
         return False
     said = [text_of(el)]
     for a in el.iter("a"):  # arrows ("<< >>") say where they go in rel (texinfo) or title (texi2html)
         said.extend((a.get("rel") or "", a.get("title") or ""))
-    words = {w.lower().replace("previous", "prev") for w in _NAV_WORD.findall(" ".join(said))}
+    text = " ".join(said)
+    if text.isascii():
+        low = text.lower()
+        if ("next" in low) + ("prev" in low) + ("up" in low) + ("home" in low) < 2:
+            return False
+    words = {w.lower().replace("previous", "prev") for w in _NAV_WORD.findall(text)}
     return len(words) >= 2
 
 
 def _leaf(el: etree._Element, tag: str) -> Figures:
-    """Figures of a paragraph, heading, code or inline element in one C-level read of its text."""
-    raw = len(text_of(el).strip())
+    """Figures of a paragraph, heading, code or inline element in one C-level read of its text.
+
+    Most leaves (code spans, links, short paragraphs) have no child element: their text is
+    their ``.text``, and no link or heading can be inside them.
+    """
+    children = len(el)
+    text = etree.tostring(el, method="text", encoding=str, with_tail=False) if children else el.text
+    raw = len(text.strip()) if text else 0
     if tag in HEADINGS:  # a heading linked to the contents (texi2html, docutils) is still a title
         return raw + HEADING_BONUS, raw, 0, 1, False
     if tag == "a" and el.get("href") is not None:  # a link, even a card holding a heading, is link text
-        return 0, raw, raw, int(next(el.iter(*HEADINGS), None) is not None), False
+        return 0, raw, raw, int(children > 0 and next(el.iter(*HEADINGS), None) is not None), False
+    if not children:
+        return raw, raw, 0, 0, False  # an <a> without href counts no link text: it is no link
     links = 0
     for a in el.iter("a"):
         if a.get("href") is not None:
@@ -109,7 +128,11 @@ def _leaf(el: etree._Element, tag: str) -> Figures:
     return max(0, raw - links), raw, links, 0, False
 
 
-def masses(body: etree._Element) -> Scores:
+#: A navigation bar's figures: it weighs nothing and marks its holders as holding a bar.
+_BAR: Figures = (0, 0, 0, 0, True)
+
+
+def masses(body: etree._Element, facts: Facts | None = None) -> Scores:
     """Scores of every element below ``body`` (one pass, children before parents).
 
     Chrome that :func:`classify.kind` skips is never entered (a sidebar listing the whole
@@ -119,49 +142,73 @@ def masses(body: etree._Element) -> Scores:
     renderer skips it.  Only the innermost such block is one: an element holding a
     heading or a bar already found is content around it (a short texinfo chapter page is
     its bar, its title and a paragraph).
+
+    One recursive pass: each element's children are read once (tag, class, tail), where a
+    stack of elements then a second loop over them read every child twice.  What
+    :func:`classify.kind` says of each element is left in ``facts`` for the renderer, which
+    walks the same elements of the content next.
     """
     scores = Scores()
-    figures = scores.figures
-    order: list[etree._Element] = []
-    stack = [body]
-    while stack:
-        el = stack.pop()
-        tag = el.tag
-        if tag.__class__ is not str or kind(el, tag) & SKIP:
-            continue
-        if tag in _LEAVES:
-            leaf = figures[el] = _leaf(el, tag)
-            if leaf[2] and not leaf[3] and _is_navbar(el, leaf[1], leaf[2]):
-                scores.navbars.add(el)
-                figures[el] = (0, 0, 0, 0, True)
-            continue
-        order.append(el)
-        stack.extend(el)
-    for el in reversed(order):
-        tag = el.tag
-        text = el.text
-        raw = len(text.strip()) if text else 0
-        total = raw
-        links = heads = 0
-        holds_bar = False
-        for child in el:
-            c_total, c_raw, c_links, c_heads, c_bar = figures.get(child, _NONE)
-            tail = child.tail
-            tail_size = len(tail.strip()) if tail else 0
-            raw += c_raw + tail_size
-            total += c_total + tail_size
-            links += c_links
-            heads += c_heads
-            holds_bar = holds_bar or c_bar
-        if holds_bar:
-            if not raw and tag in _NAVBAR_TAGS:
-                scores.navbars.add(el)  # nothing but the bar: the table or box around it is the bar
-        elif links and not heads and _is_navbar(el, raw, links):
-            scores.navbars.add(el)
-            figures[el] = (0, 0, 0, 0, True)
-            continue
-        figures[el] = (total, raw, links, heads, holds_bar)
+    tag = body.tag
+    if tag.__class__ is not str or kind(body, tag) & SKIP:
+        return scores
+    if tag in _LEAVES:
+        _weigh_leaf(body, tag, scores)
+    else:
+        _weigh(body, tag, scores.figures, scores.navbars, facts.kinds if facts is not None else {})
     return scores
+
+
+def _weigh_leaf(el: etree._Element, tag: str, scores: Scores) -> Figures:
+    leaf = _leaf(el, tag)
+    if leaf[2] and not leaf[3] and _is_navbar(el, leaf[1], leaf[2], tag):
+        scores.navbars.add(el)
+        leaf = _BAR
+    scores.figures[el] = leaf
+    return leaf
+
+
+def _weigh(el: etree._Element, tag: str, figures: dict[etree._Element, Figures],
+           navbars: set[etree._Element], kinds: dict[etree._Element, int]) -> Figures:
+    """Figures of a container (not skipped, not a leaf), its children's recorded on the way."""
+    text = el.text
+    raw = len(text.strip()) if text else 0
+    total = raw
+    links = heads = 0
+    holds_bar = False
+    for child in el:
+        ctag = child.tag
+        if ctag.__class__ is str:
+            flags = kinds[child] = kind(child, ctag)
+            if not flags & SKIP:
+                if ctag in _LEAVES:
+                    got = _leaf(child, ctag)
+                    if got[2] and not got[3] and _is_navbar(child, got[1], got[2], ctag):
+                        navbars.add(child)
+                        got = _BAR
+                    figures[child] = got
+                else:
+                    got = _weigh(child, ctag, figures, navbars, kinds)
+                c_total, c_raw, c_links, c_heads, c_bar = got
+                raw += c_raw
+                total += c_total
+                links += c_links
+                heads += c_heads
+                holds_bar = holds_bar or c_bar
+        tail = child.tail
+        if tail:
+            tail_size = len(tail.strip())
+            raw += tail_size
+            total += tail_size
+    if holds_bar:
+        if not raw and tag in _NAVBAR_TAGS:
+            navbars.add(el)  # nothing but the bar: the table or box around it is the bar
+    elif links and not heads and _is_navbar(el, raw, links, tag):
+        navbars.add(el)
+        figures[el] = _BAR
+        return _BAR
+    got = figures[el] = (total, raw, links, heads, holds_bar)
+    return got
 
 
 #: A layout cell whose link text is at least this share of its text, beside the row's content cell, is a menu.

@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 from lxml import etree
 
-from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.classify import CODE, SKIP, code_class, kind
 from skillgraph.extract.code import lays_out
+from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
 
@@ -54,6 +55,41 @@ def _visible(el: etree._Element, scope: etree._Element, memo: dict[etree._Elemen
     return result
 
 
+#: What an element adds to the counts: nothing, a code block, a heading.
+NONE, BLOCK, HEADING = 0, 1, 2
+
+
+def _what(el: etree._Element, tag: str, facts: Facts | None = None) -> int:
+    """Is ``el`` (a ``<pre>``, a ``<div>`` or a heading) a code block, a heading or neither, wherever it is?
+
+    A ``<div>`` is one only when a class token says code (:data:`classify.CODE_TOKENS`): the
+    memoised token test comes first, so the many plain ``<div>``s cost one attribute read.
+    ``facts`` keeps what :func:`code.lays_out` said of each ``<pre>`` and the text of those with
+    child elements: the renderer needs both again.
+    """
+    if tag == "div":
+        cls = el.get("class")
+        if not cls or not code_class(cls) or not kind(el, "div") & CODE:
+            return NONE
+    elif tag in HEADINGS:
+        return HEADING if _text(el) else NONE
+    parent = el.getparent()
+    if parent is not None and (parent.tag == "pre" or "lineno" in (parent.get("class") or "")):
+        return NONE  # <pre><pre> wrappers and line-number gutters are one block
+    if tag == "div" and next(el.iter("pre"), None) is not None:
+        return NONE  # a code wrapper: its <pre> is the block
+    if tag == "pre":
+        laid = lays_out(el)
+        if facts is not None:
+            facts.layouts[el] = laid
+        if laid:
+            return NONE  # layout kept in <pre> is written as blocks, never fenced
+        if facts is not None and len(el):
+            text = facts.texts[el] = text_of(el)
+            return BLOCK if text.strip() else NONE
+    return BLOCK if _text(el) else NONE
+
+
 def counts(scope: etree._Element, sources: bool = True) -> Counts:
     """Counts of ``scope`` outside skipped chrome.
 
@@ -65,26 +101,80 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
     memo: dict[etree._Element, bool] = {}
     for el in scope.iter("pre", "div", "code", *HEADINGS) if sources else scope.iter("pre", "div", *HEADINGS):
         tag = el.tag
-        if tag == "div" and not kind(el, "div") & CODE:
-            continue
-        if tag in HEADINGS:
-            if _text(el) and _visible(el, scope, memo):
-                headings += 1
-            continue
-        parent = el.getparent()
         if tag == "code":
+            parent = el.getparent()
             if parent is not None and parent.tag != "pre" and "\n" in _text(el) and _visible(el, scope, memo):
                 found += 1
             continue
-        if parent is not None and (parent.tag == "pre" or "lineno" in (parent.get("class") or "")):
-            continue  # <pre><pre> wrappers and line-number gutters are one block
-        if tag == "div" and el.find(".//pre") is not None:
-            continue  # a code wrapper: its <pre> is the block
-        if tag == "pre" and lays_out(el):
-            continue  # layout kept in <pre> is written as blocks, never fenced
-        if _text(el) and _visible(el, scope, memo):
-            blocks += 1
+        what = _what(el, tag)
+        if what and _visible(el, scope, memo):
+            if what == BLOCK:
+                blocks += 1
+            else:
+                headings += 1
     return Counts(blocks, found, headings)
+
+
+class Census:
+    """The page's code blocks and headings (chrome aside), each one's verdict kept for the elements inside it.
+
+    The self-check counts the page once, then each candidate content element.  An
+    element's counts are the page's items that lie inside it: what an item is does not
+    depend on where it is counted from, and an item that no chrome hides from the page is
+    not hidden from an element holding it (its ancestors up to the element are fewer);
+    only the items hidden from the page are looked at again (the element may be inside
+    the chrome: QDoc's header wrapper holds the content).  A candidate then costs one
+    C-level ``iter`` and a dictionary look-up per item (``<div>``s only when the page has
+    code containers), not the page's pass again.
+    """
+
+    __slots__ = ("_code_divs", "_items", "page", "scope")
+
+    def __init__(self, scope: etree._Element, facts: Facts | None = None) -> None:
+        self.scope = scope
+        self._items: dict[etree._Element, tuple[int, bool]] = {}
+        self._code_divs = False
+        blocks = headings = 0
+        memo: dict[etree._Element, bool] = {}
+        for el in scope.iter("pre", "div", *HEADINGS):
+            tag = el.tag
+            what = _what(el, tag, facts)
+            if not what:
+                continue
+            self._code_divs = self._code_divs or tag == "div"
+            seen = _visible(el, scope, memo)
+            self._items[el] = (what, seen)
+            if seen:
+                if what == BLOCK:
+                    blocks += 1
+                else:
+                    headings += 1
+        #: the counts of the whole scope (no fence sources: the page's counts need none)
+        self.page = Counts(blocks, 0, headings)
+
+    def within(self, el: etree._Element) -> Counts:
+        """``counts(el, sources=False)``, read from the page's verdicts."""
+        if el is self.scope:
+            return self.page
+        if not any(anc is self.scope for anc in el.iterancestors()):
+            return counts(el, sources=False)  # not inside the page counted: count it afresh
+        items = self._items
+        blocks = headings = 0
+        memo: dict[etree._Element, bool] = {}
+        for node in el.iter("pre", "div", *HEADINGS) if self._code_divs else el.iter("pre", *HEADINGS):
+            got = items.get(node)
+            if got is None or not (got[1] or _visible(node, el, memo)):
+                continue
+            if got[0] == BLOCK:
+                blocks += 1
+            else:
+                headings += 1
+        return Counts(blocks, 0, headings)
+
+    def structure(self, el: etree._Element) -> Structure:
+        """``structure(el, self.page, sources=False)``: the self-check's input for a candidate element."""
+        own = self.within(el)
+        return Structure(own.blocks, own.blocks, own.headings, self.page.blocks, self.page.headings)
 
 
 def fence_sources(el: etree._Element) -> int:

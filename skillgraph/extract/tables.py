@@ -93,12 +93,16 @@ def _icon_layout(table: etree._Element) -> bool:
     cell holding nothing but an image spans every row beside the content.  Such a table lays
     a note out; as a pipe table it would read ``| [Tip] | Tip |``.
     """
-    rows = [tr for tr, _ in _rows(table)]
-    if not rows or len(rows) > ICON_LAYOUT_ROWS:
+    rows: list[etree._Element] = []
+    for tr, _ in _rows(table):
+        rows.append(tr)
+        if len(rows) > ICON_LAYOUT_ROWS:
+            return False  # a table of data: its rows are not read further
+    if not rows:
         return False
     for cell in rows[0]:
         if cell.tag in _CELLS and (len(rows) == 1 or _span(cell, "rowspan") >= len(rows)) \
-                and cell.find(".//img") is not None and not text_of(cell).strip():
+                and next(cell.iter("img"), None) is not None and not text_of(cell).strip():
             return True
     return False
 
@@ -153,7 +157,7 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
     if _icon_layout(el):
         _unboxed(r, el, out)
         return
-    caption = el.find("caption")
+    caption = next(el.iterchildren("caption"), None)
     if caption is not None:
         out.blocks.extend(r.blocks(caption))
     grid: list[list[list[str]]] = []
@@ -176,7 +180,7 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
             finally:
                 r.in_cell -= 1
             rowspan = _span(cell, "rowspan")
-            nested = not complex_ and cell.find(".//table") is not None
+            nested = not complex_ and len(cell) > 0 and next(cell.iter("table"), None) is not None
             if any(_is_block(b) for b in blocks):
                 flattened += 1
                 if _flatten(blocks) is None:

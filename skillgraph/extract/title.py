@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from lxml import etree
 
@@ -35,22 +36,38 @@ def _h1_in(scope: etree._Element) -> etree._Element | None:
     return found[0] if isinstance(found, list) and found and isinstance(found[0], etree._Element) else None
 
 
-def page_title(root: etree._Element, main: etree._Element, generator: str | None) -> str:
-    """The h1 of the content (MediaWiki: ``#firstHeading``), a title block beside it, else ``<title>`` cleaned."""
+def first_h1(main: etree._Element) -> etree._Element | None:
+    """The content's ``<h1>``: ``main`` itself when it is one, else the first below it.
+
+    :func:`site_banner` and :func:`page_title` both start from it; the extractor finds it
+    once per candidate element and hands it to both.
+    """
+    return main if main.tag == "h1" else _h1_in(main)
+
+
+def _title_block(root: etree._Element) -> etree._Element | None:
+    """The first element of the document, in document order, with a ``title`` class token."""
+    found: Any = _title_class(root)
+    return next((el for el in found if "title" in el.get("class", "").split()), None)
+
+
+def page_title(root: etree._Element, main: etree._Element, generator: str | None,
+               h1: etree._Element | None) -> str:
+    """The h1 of the content (MediaWiki: ``#firstHeading``), a title block beside it, else ``<title>`` cleaned.
+
+    ``h1`` is :func:`first_h1` of ``main``.
+    """
     heading = _first_heading(root) if generator == "mediawiki" else None
-    for scope in (main, heading[0] if heading else None):
-        if scope is None:
-            continue
-        h1 = scope if scope.tag == "h1" else _h1_in(scope)
-        if h1 is not None:
-            text = plain_text(h1)
+    for found in (h1, first_h1(heading[0]) if heading else None):
+        if found is not None:
+            text = plain_text(found)
             if text:
                 return text
-    if _h1_in(main) is None and main.tag != "body":
+    if main.tag != "body" and (h1 if main.tag != "h1" else _h1_in(main)) is None:
         # A title block left outside the content column (Doxygen ``div.title``).
-        found = next((el for el in _title_class(root) if "title" in el.get("class", "").split()), None)
-        if found is not None and not _inside(found, main):
-            text = _own_line(found)
+        block = _title_block(root)
+        if block is not None and not _inside(block, main):
+            text = _own_line(block)
             if 0 < len(text) <= 200:
                 return text
     title = root.find("head/title")
@@ -62,16 +79,16 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
 _HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 
 
-def site_banner(root: etree._Element, main: etree._Element) -> tuple[etree._Element, str] | None:
+def site_banner(root: etree._Element, main: etree._Element,
+                h1: etree._Element | None) -> tuple[etree._Element, str] | None:
     """The content's ``<h1>`` when it names the site, not the page, with the page's own heading text.
 
     Old hand-written sites print the site's name as the ``<h1>`` of every page and the page's
     heading right after it (libxml2: ``<h1>The XML C parser and toolkit of Gnome</h1>
     <h2>Memory Management</h2>`` under ``<title>Memory Management</title>``).  The ``<title>``
     tells them apart: the banner's words are not all in it, the heading after it says it.  The
-    banner is then left out and the heading is the page's title.
+    banner is then left out and the heading is the page's title.  ``h1`` is :func:`first_h1` of ``main``.
     """
-    h1 = _h1_in(main) if main.tag != "h1" else main
     if h1 is None:
         return None
     title = root.find("head/title")

@@ -359,10 +359,10 @@ def _patch_worker() -> Clock:
     stages = {
         (api, "parse"): "parse",
         (api, "detect"): "content selection", (api, "main_content"): "content selection",
-        (api, "counts"): "content selection", (api, "masses"): "content selection",
-        (api, "descend"): "content selection",
+        (api, "Census"): "content selection", (api, "masses"): "content selection",
+        (api, "descend"): "content selection", (api, "first_h1"): "title",
         (api, "_render"): "markdown rendering",
-        (api, "structure"): "structure self-check", (api, "structure_check"): "structure self-check",
+        (api, "structure_check"): "structure self-check",
         (api, "page_title"): "title", (api, "site_banner"): "title", (api, "head_title"): "title",
         (api, "_chrome"): "content selection",
         (tiers_evaluate, "link_offsets"): "notes for the commit (link offsets, description)",

@@ -46,6 +46,7 @@ class SiteResult:
     reason: str | None = None
     returncode: int | None = None
     pid: int | None = None  # the crawl's process group
+    started: int = 0  # its place in the run order (1 = started first); ``order`` in the report is completion
     started_at: str = ""
     finished_at: str = ""
     log: str = ""
@@ -62,6 +63,7 @@ class SiteResult:
             "reason": self.reason,
             "returncode": self.returncode,
             "pid": self.pid,
+            "started": self.started,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "log": self.log,

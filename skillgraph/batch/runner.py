@@ -58,6 +58,7 @@ class Job:
     started: float
     started_at: str
     deadline: float
+    place: int  # 1-based position in the run order
     term_at: float | None = None
     kill_at: float | None = None
 
@@ -77,6 +78,7 @@ class BatchRunner:
         self.emit = emit
         self.progress_every = progress_every
         self.t0 = time.monotonic()
+        self.started_count = 0  # crawls started so far: each result's place in the run order
 
     def command(self, site: Site, stats_path: Path) -> list[str]:
         args = [sys.executable, "-m", "scrapy", "crawl", site.name]
@@ -125,7 +127,8 @@ class BatchRunner:
         proc = subprocess.Popen(self.command(site, stats_path), stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         now = time.monotonic()
-        job = Job(site, proc, log, stats_path, log_path, now, utc_now(), now + self.limits.wall)
+        self.started_count += 1
+        job = Job(site, proc, log, stats_path, log_path, now, utc_now(), now + self.limits.wall, self.started_count)
         self.emit(self._line("start", job, 0))
         return job
 
@@ -157,7 +160,7 @@ class BatchRunner:
         elapsed = time.monotonic() - job.started
         stats = read_stats(job.stats_path)
         result = SiteResult(job.site.name, job.site.strategy, "failed", 0, elapsed, self.limits.wall, returncode=code,
-                            pid=job.proc.pid,
+                            pid=job.proc.pid, started=job.place,
                             started_at=job.started_at, finished_at=utc_now(), log=str(job.log_path), stats=stats)
         bound = f"killed after {self.limits.wall:g}s (crawl timeout {self.limits.crawl_timeout:g}s + grace " \
                 f"{self.limits.grace:g}s)" if job.killed else None

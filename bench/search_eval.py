@@ -79,7 +79,7 @@ CORPORA: dict[str, tuple[Path, tuple[str, ...]]] = {
 NOT_PAGES = ("genindex", "py-modindex", "search", "404")
 FIXTURES = ROOT / "tests" / "fixtures" / "search"
 SPLITS = {"dev": FIXTURES / "dev.json", "heldout": FIXTURES / "heldout.json", "heldout2": FIXTURES / "heldout2.json",
-          "issue15": FIXTURES / "questions.json"}
+          "heldout3": FIXTURES / "heldout3.json", "issue15": FIXTURES / "questions.json"}
 CI_PAGES = FIXTURES / "ci_pages.json"
 THRESHOLDS = FIXTURES / "thresholds.json"
 BASE_URL = "http://127.0.0.1:1/"

@@ -82,14 +82,16 @@ DEFAULTS: dict[str, object] = {
     # knowledge store and store workers (scrapy worker, scrapy search; docs/store.md)
     "SKILLGRAPH_STORE_EMBEDDER": "auto",  # the neural model when installed, else the hashing embedder
     "SKILLGRAPH_STORE_EMBED_DIM": 1024,
-    "SKILLGRAPH_STORE_EMBED_MAX_TOKENS": 48,
+    "SKILLGRAPH_STORE_EMBED_MAX_TOKENS": 64,
+    "SKILLGRAPH_STORE_EMBED_STATIC_WEIGHT": 1.0,
+    "SKILLGRAPH_STORE_MODEL_CACHE": None,  # None: $XDG_CACHE_HOME/skillgraph
     "SKILLGRAPH_STORE_EMBED_THREADS": 0,
     "SKILLGRAPH_STORE_EMBED_BATCH": 32,
     "SKILLGRAPH_STORE_CHUNK_CHARS": 1500,
     "SKILLGRAPH_STORE_CHUNK_OVERLAP": 0,
     "SKILLGRAPH_STORE_SEARCH_CANDIDATES": 50,
     "SKILLGRAPH_STORE_SEMANTIC_WEIGHT": None,  # None: the embedder's own (measured) weight
-    "SKILLGRAPH_STORE_MIN_SIMILARITY": None,  # None: the embedder's own relevance floor
+    "SKILLGRAPH_STORE_MIN_RELEVANCE": None,  # None: the embedder's own relevance floor
     "SKILLGRAPH_STORE_LEXICAL_WEIGHT": None,  # None: the embedder's own (measured) weight of BM25
     "SKILLGRAPH_WORKER_CLAIM_TIMEOUT": 300.0,
     "SKILLGRAPH_WORKER_MAX_ATTEMPTS": 3,

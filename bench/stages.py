@@ -15,9 +15,9 @@ timed stage: Scrapy's engine and downloader, Twisted's HTTP client, asyncio),
 "worker: transfer and queue" (a worker's CPU outside :func:`evaluate`:
 unpickling jobs, pickling results).
 
-Plain Scrapy fetching the same URL list (bench/plain_fetch.py) runs in the same
-round with the same clock, so "engine" can be read against what Scrapy itself
-costs a page.
+Plain Scrapy fetching the same URL list (bench/plain_fetch.py) runs in each
+round right after the build, its process tree measured the same way, so
+"engine" and the whole table can be read against what fetching alone costs.
 
     .venv/bin/python bench/stages.py [--rounds 1] [-s NAME=VALUE ...] [--json OUT]
 """
@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from crawl import plain  # bench/crawl.py: plain Scrapy fetching a URL list, measured
 from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
 from measure import Measured, run
 
@@ -160,10 +161,15 @@ def main() -> int:
     url = f"http://{host}:{port}/index.html"
     extra = [arg for setting in args.settings for arg in ("-s", setting)]
     table: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
-    totals, pages_seen, sums = [], [], []
+    totals, pages_seen, sums, fetch_totals = [], [], [], []
     for n in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             measured, clock = crawl(url, Path(tmp), f"{host}:{port}", extra)
+            sources = json.loads((Path(tmp) / "graphs" / "pydocs" / "sources.json").read_text())
+            url_list = Path(tmp) / "urls.txt"
+            url_list.write_text("\n".join(page["url"] for page in sources["pages"]) + "\n")
+            fetched_pages, fetched = plain("plain_fetch.py", str(url_list), 16)
+        fetch_totals.append(1000 * fetched.cpu / fetched_pages)
         pages = int(clock["pages"])
         per_page = {(place, stage): 1000 * value / pages for place, stage, value in rows(measured, clock)}
         for key, value in per_page.items():
@@ -173,8 +179,8 @@ def main() -> int:
         pages_seen.append(pages)
         sums.append(sum(per_page.values()))
         print(f"round {n + 1}: {pages} pages, tree {total:.2f} CPU ms/page, rows add up to {sums[-1]:.2f} "
-              f"({sums[-1] / total:.1%}), {pages / measured.wall:.1f} pages/s wall (loaded machines vary)",
-              flush=True)
+              f"({sums[-1] / total:.1%}), {pages / measured.wall:.1f} pages/s wall (loaded machines vary); "
+              f"plain Scrapy fetching the same {fetched_pages} URLs: {fetch_totals[-1]:.2f} CPU ms/page", flush=True)
     server.shutdown()
     median = {key: statistics.median(values + [0.0] * (args.rounds - len(values))) for key, values in table.items()}
     tree, added = statistics.median(totals), statistics.median(sums)
@@ -187,8 +193,11 @@ def main() -> int:
     for (place, _), value in median.items():
         by_place[place] += value
     print("\nby place: " + ", ".join(f"{place} {value:.2f}" for place, value in by_place.most_common()))
+    print(f"plain Scrapy fetching the same URLs (bench/plain_fetch.py, same rounds): "
+          f"{statistics.median(fetch_totals):.2f} CPU ms/page over its process tree")
     if args.json:
         args.json.write_text(json.dumps({"tree_cpu_ms_per_page": tree, "rows_cpu_ms_per_page": added,
+                                         "plain_fetch_cpu_ms_per_page": statistics.median(fetch_totals),
                                          "pages": pages_seen, "settings": args.settings,
                                          "rows": [{"where": p, "stage": s, "cpu_ms_per_page": v}
                                                   for (p, s), v in median.items()]}, indent=2) + "\n")

@@ -8,6 +8,7 @@ Python 3.11 documentation (Debian ``python3.11-doc``). Crawls run as real
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -136,6 +138,15 @@ class CrawlResult:
 
 
 _LOOPBACK_ORIGIN = re.compile(r"https?://(127\.0\.0\.1:\d+)")
+
+
+def load_bench_script(name: str) -> ModuleType:
+    """``bench/<name>.py`` as a module (bench scripts are not a package): its functions, tested in process."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_scrapy(args: list[str], cwd: Path = ROOT, timeout: float = 300, env: dict[str, str] | None = None

@@ -7,7 +7,6 @@ here: the speed ratio is gated only by the script's own ``--check-speed``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 import lxml.html
 import pytest
 
-from tests.conftest import CORPUS, PYTHON_DOCS, ROOT, corpus_missing_reason
+from tests.conftest import CORPUS, PYTHON_DOCS, ROOT, corpus_missing_reason, load_bench_script
 
 SCRIPT = ROOT / "bench" / "extract_eval.py"
 SHARED_BENCH = ROOT.parent / "shared" / "tools" / "extract_bench.py"
@@ -32,11 +31,7 @@ needs_docs = pytest.mark.skipif(
 
 
 def load_eval() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("extract_eval", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("extract_eval")
 
 
 @needs_docs

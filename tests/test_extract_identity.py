@@ -8,24 +8,17 @@ on any page whose markdown, title or verdict differs from its pin.  No timing is
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from types import ModuleType
 
 import pytest
 
 from skillgraph.extract import extract_html
-from tests.conftest import ROOT
-
-SCRIPT = ROOT / "bench" / "extract_identity.py"
+from tests.conftest import ROOT, load_bench_script
 
 
 def load_guard() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("extract_identity", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("extract_identity")
 
 
 @pytest.fixture(scope="module")

@@ -151,3 +151,21 @@ def test_a_page_worker_needs_neither_scrapy_nor_twisted() -> None:
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+def test_read_links_reads_each_reference_once_with_the_plain_ways_answer() -> None:
+    """Hrefs that differ by fragment or spaces are one reference, read once; anchors and mailto: are not links."""
+    from lxml import etree
+
+    from skillgraph.page.work import read_links
+
+    hrefs = [" #top", "", "#", "mailto:a@b.c#x", "json.html#json.dumps", " json.html ", "json.html#x",
+             "../glossary.html", "javascript:void(0)", "tel:1", "data:x", "http://elsewhere.test/a#b", "http://elsewhere.test/a",
+             "picture.png", "?q=1", "/library/re.html#re.sub"]
+    page = "http://docs.test/library/functions.html"
+    root = etree.fromstring("<html><body>" + "".join(f'<a href="{h}">x</a>' for h in hrefs) + "</body></html>",
+                            etree.HTMLParser())
+    inside, outside = read_links(page, "", root, "http://docs.test/")
+    assert inside == ["http://docs.test/library/json.html", "http://docs.test/glossary.html",
+                      "http://docs.test/library/functions.html?q=1", "http://docs.test/library/re.html"]
+    assert outside == ["http://elsewhere.test/a"]

@@ -90,9 +90,16 @@ def link_offsets(markdown: str, lines: Iterable[Line] | None = None) -> bytes:
     """Where each prose link destination of ``markdown`` starts, as :func:`rewrite_links` finds them.
 
     ``lines`` is ``markdown``'s :func:`~skillgraph.markdown.scan` when done already. The offsets are
-    kept as varint-coded gaps: one or two bytes a link.
+    kept as varint-coded gaps: one or two bytes a link. The page workers note them for every page,
+    so what needs no scan is not scanned: a page without ``](`` has no link, and one without a
+    fence run (three backticks or tildes) has no fenced line, so all of it is one run of prose.
     """
+    if "](" not in markdown:
+        return b""
     found: list[int] = []
+    if "```" not in markdown and "~~~" not in markdown:  # no fence can open: no scan needed
+        _prose_links(markdown, 0, len(markdown), found)
+        return _encode(found)
     position = 0
     prose: int | None = None  # where the current run of prose lines starts
     for line in scan(markdown) if lines is None else lines:
@@ -108,8 +115,44 @@ def link_offsets(markdown: str, lines: Iterable[Line] | None = None) -> bytes:
     return _encode(found)
 
 
+#: A destination (or what could start one) with a backtick in it: the two passes of :func:`_rewrite_prose` are needed.
+_DEST_TICK = re.compile(r"\]\([^()\s]*`")
+
+
 def _prose_links(text: str, start: int, end: int, found: list[int]) -> None:
-    """The destinations of ``text[start:end]`` outside code spans (the spans :func:`_rewrite_prose` skips)."""
+    """The destinations of ``text[start:end]`` outside code spans (the spans :func:`_rewrite_prose` skips).
+
+    :func:`_rewrite_prose` finds the code spans of the whole run, then links between them. Matching
+    code spans is the costly part and most of a docs page's spans hold no link, so: the links are
+    found first; when no destination holds a backtick, a link is all inside a code span or all
+    outside every one, and code spans never cross a ``\\n``, so only the lines with a link and a
+    backtick are searched for spans. The run is read in place (``pos``/``endpos``: the patterns look
+    at nothing outside the range they match in, so that equals reading a copy of it).
+    """
+    dests = [m.start(1) for m in _LINK_DEST.finditer(text, start, end)]
+    if not dests:
+        return
+    if text.find("`", start, end) < 0:  # no code span in the run
+        found.extend(dests)
+        return
+    if _DEST_TICK.search(text, start, end) is not None:  # a backtick in a destination could open a span
+        _prose_links_two_passes(text, start, end, found)
+        return
+    line_end = -1
+    spans: list[tuple[int, int]] = []
+    for dest in dests:
+        if dest >= line_end:  # the first link of its line: that line's code spans
+            line_start = max(start, text.rfind("\n", start, dest) + 1)
+            newline = text.find("\n", dest, end)
+            line_end = end if newline < 0 else newline + 1
+            spans = [m.span() for m in _CODE_SPAN.finditer(text, line_start, line_end)] \
+                if text.find("`", line_start, line_end) >= 0 else []
+        if not spans or not any(s <= dest < e for s, e in spans):
+            found.append(dest)
+
+
+def _prose_links_two_passes(text: str, start: int, end: int, found: list[int]) -> None:
+    """:func:`_prose_links` as :func:`_rewrite_prose` reads prose: code spans first, then links between them."""
     segment = text[start:end]
     last = 0
     for span in _CODE_SPAN.finditer(segment):

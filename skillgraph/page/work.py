@@ -133,15 +133,22 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
     tree already parsed, joined, stripped of fragments and placed by a memoised
     :func:`~skillgraph.urls.link_place`; the dupefilter still canonicalises the few that are new.
     The base is the page's ``<base href>`` as Scrapy's ``get_base_url`` reads it.
+    A page names the same few pages hundreds of times under different anchors, so each
+    fragment-free reference is joined and placed once a page (an ``href`` starting ``#`` has
+    an empty one: skipped, as are ``mailto:`` and the like, which keep their prefix).
     """
     base = get_base_url(text[:4096], url, encoding)
     inside: dict[str, None] = {}
     outside: dict[str, None] = {}
+    seen: set[str] = {""}  # references already read on this page ("": an href that is empty or an #anchor)
     for href in _HREFS(root):  # plain strings, gathered in C (no element proxy per anchor)
-        href = href.strip()
-        if not href or href.startswith(_SKIPPED_SCHEMES):
+        reference = href.strip().partition("#")[0]
+        if reference in seen:
             continue
-        link = join(base, href.partition("#")[0])  # page_key(join(base, href)), the fragment never joined
+        seen.add(reference)
+        if reference.startswith(_SKIPPED_SCHEMES):
+            continue
+        link = join(base, reference)  # page_key(join(base, href)), the fragment never joined
         if link in inside or link in outside:
             continue
         place = link_place(link, scope, NOT_PAGES)

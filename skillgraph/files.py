@@ -71,9 +71,10 @@ class Batch:
     """The files of one batch of a :class:`DiskWriter`: written to temp files now, made durable together,
     moved into place in order once the batch is done."""
 
-    def __init__(self) -> None:
+    def __init__(self, umask: int | None = None) -> None:
         self.moves: list[tuple[str, str, int | None]] = []  # (temp file, target, open fd when durable)
-        self.umask: int | None = None  # read at the batch's first file (-1: unknown, every file fchmod-ed)
+        #: the process's umask (-1: unknown, every file fchmod-ed); None: read at the batch's first file
+        self.umask = umask
 
     def write_atomic(self, path: Path | str, data: str | bytes, mode: int = 0o644, durable: bool = False) -> None:
         """:func:`write_atomic`, its ``os.replace`` (and fsync) done at the end of the batch.
@@ -207,6 +208,7 @@ class DiskWriter:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self.batches = 0
+        self.umask: int | None = None  # read once, at the first batch: a crawl does not change its umask
 
     async def run(self, job: Callable[[Batch], _T]) -> _T:
         """Run ``job`` in the next batch; its result once the batch's files are in place."""
@@ -234,7 +236,9 @@ class DiskWriter:
                 return
 
     def _write(self, jobs: list[tuple[asyncio.Future[Any], Callable[[Batch], Any]]]) -> None:
-        files = Batch()
+        if self.umask is None:
+            self.umask = _umask()
+        files = Batch(self.umask)
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         for future, job in jobs:
             try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -70,27 +71,41 @@ class Batch:
     """The files of one batch of a :class:`DiskWriter`: written to temp files now, made durable together,
     moved into place in order once the batch is done."""
 
-    def __init__(self) -> None:
-        self.moves: list[tuple[str, Path, int | None]] = []  # (temp file, target, open fd when durable)
+    def __init__(self, umask: int | None = None) -> None:
+        self.moves: list[tuple[str, str, int | None]] = []  # (temp file, target, open fd when durable)
+        #: the process's umask (-1: unknown, every file fchmod-ed); None: read at the batch's first file
+        self.umask = umask
 
-    def write_atomic(self, path: Path, data: str | bytes, mode: int = 0o644, durable: bool = False) -> None:
-        """:func:`write_atomic`, its ``os.replace`` (and fsync) done at the end of the batch."""
+    def write_atomic(self, path: Path | str, data: str | bytes, mode: int = 0o644, durable: bool = False) -> None:
+        """:func:`write_atomic`, its ``os.replace`` (and fsync) done at the end of the batch.
+
+        The crawl writes two files a page through here, so the temp file costs one ``open``: named
+        from the process id and a counter (``O_EXCL`` still refuses a name that exists, a leftover
+        or a symlink: the next number is tried), created with ``mode`` and ``fchmod``-ed only when
+        the process's umask would take bits off it. ``mkstemp`` spent more Python time on its random
+        name than the write took, and an ``fchmod`` every file.
+        """
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        target = os.fspath(path)
+        if self.umask is None:
+            self.umask = _umask()
+        fd, tmp = _open_temp(target, mode)
         try:
-            os.fchmod(fd, mode)
+            if mode & self.umask:
+                os.fchmod(fd, mode)
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view):]
         except BaseException:
             os.close(fd)
-            Path(tmp).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
             raise
         if durable:
-            self.moves.append((tmp, path, fd))
+            self.moves.append((tmp, target, fd))
         else:
             os.close(fd)
-            self.moves.append((tmp, path, None))
+            self.moves.append((tmp, target, None))
 
     def finish(self) -> None:
         """Make the durable files durable (one ``syncfs`` for the batch where Linux has it), then move all in place."""
@@ -107,14 +122,44 @@ class Batch:
                 os.replace(tmp, path)
         except BaseException:
             for tmp, _, _ in self.moves:
-                Path(tmp).unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
             raise
 
     def abandon(self) -> None:
         for tmp, _, fd in self.moves:
             if fd is not None:
                 os.close(fd)
-            Path(tmp).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TEMP_NUMBERS = itertools.count()
+
+
+def _open_temp(target: str, mode: int) -> tuple[int, str]:
+    """A new temp file beside ``target`` (``.<name>.<pid>-<n>.tmp``), opened for writing with ``mode``."""
+    head, name = os.path.split(target)
+    prefix = os.path.join(head, f".{name}.{os.getpid()}-")
+    while True:
+        tmp = f"{prefix}{next(_TEMP_NUMBERS)}.tmp"
+        try:
+            return os.open(tmp, _TEMP_FLAGS, mode), tmp
+        except FileExistsError:  # a leftover of an earlier process with this id: the next number
+            continue
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (``/proc/self/status``); -1 (every bit) where unknown."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
 
 
 _LIBC: Any = None
@@ -163,6 +208,7 @@ class DiskWriter:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self.batches = 0
+        self.umask: int | None = None  # read once, at the first batch: a crawl does not change its umask
 
     async def run(self, job: Callable[[Batch], _T]) -> _T:
         """Run ``job`` in the next batch; its result once the batch's files are in place."""
@@ -190,7 +236,9 @@ class DiskWriter:
                 return
 
     def _write(self, jobs: list[tuple[asyncio.Future[Any], Callable[[Batch], Any]]]) -> None:
-        files = Batch()
+        if self.umask is None:
+            self.umask = _umask()
+        files = Batch(self.umask)
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         for future, job in jobs:
             try:

@@ -115,3 +115,23 @@ def test_same_content_under_many_urls_at_once_is_saved_once(tmp_path: Path) -> N
     assert [p.name for p in (tmp_path / "items" / "unit").iterdir()] == [sha256_text("# Same\n\nbody\n") + ".json"]
     assert crawler.stats.get_value("skillgraph/dual_write/disk_written") == 1
     assert crawler.stats.get_value("skillgraph/dual_write/already_saved") == 7
+
+
+def test_item_store_writes_json_dumps_once_and_remakes_a_removed_folder(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from skillgraph.files import Batch
+    from skillgraph.pipelines.dual_write import ItemStore
+
+    store = ItemStore(tmp_path / "items", "docs")
+    doc = {"url": "http://docs.test/é", "title": "Ünïcode", "markdown": "# Ü\n", "sha256": "a" * 64}
+    assert store.save(doc, pending=False) is True
+    assert store.path(doc["sha256"]).read_text("utf-8") == json.dumps(doc, ensure_ascii=False)
+    assert store.save(doc, pending=False) is False, "already on disk"
+    shutil.rmtree(store.dir)  # removed under the crawl: the next document makes it again
+    batch = Batch()
+    assert store.save({**doc, "sha256": "b" * 64}, pending=False, batch=batch) is True
+    batch.finish()
+    assert store.load("b" * 64) == {**doc, "sha256": "b" * 64}
+    assert oct(store.path("b" * 64).stat().st_mode & 0o777) == oct(0o644)

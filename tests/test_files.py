@@ -77,3 +77,23 @@ def test_a_closed_writer_takes_no_more_jobs(tmp_path: Path) -> None:
 
     asyncio.run(scenario())
     assert (tmp_path / "a").read_text() == "a"
+
+
+def test_a_batch_file_is_0644_under_any_umask_and_a_taken_temp_name_is_skipped(tmp_path: Path) -> None:
+    from skillgraph import files
+
+    previous = os.umask(0o077)  # stricter than 0644: the batch fchmods
+    try:
+        batch = Batch()
+        batch.write_atomic(tmp_path / "strict.md", "x")
+        batch.finish()
+    finally:
+        os.umask(previous)
+    assert oct((tmp_path / "strict.md").stat().st_mode & 0o777) == oct(0o644)
+    number = next(files._TEMP_NUMBERS) + 1
+    (tmp_path / f".taken.md.{os.getpid()}-{number}.tmp").write_text("left over")  # the next temp name exists
+    batch = Batch()
+    batch.write_atomic(str(tmp_path / "taken.md"), b"new")
+    batch.finish()
+    assert (tmp_path / "taken.md").read_bytes() == b"new"
+    assert (tmp_path / f".taken.md.{os.getpid()}-{number}.tmp").read_text() == "left over", "never overwritten"

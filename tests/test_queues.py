@@ -86,3 +86,23 @@ def test_a_waiting_request_costs_a_fraction_of_the_live_object(crawler: Any) -> 
 
 def test_skillgraph_crawls_queue_compactly_by_default() -> None:
     assert POLITE["SCHEDULER_MEMORY_QUEUE"] == "skillgraph.build.queues.CompactFifoMemoryQueue"
+
+
+def test_request_dict_is_to_dict_with_the_names_remembered(crawler: Any) -> None:
+    from types import MethodType
+
+    from scrapy.http import FormRequest
+
+    from skillgraph.build.queues import request_dict
+
+    spider = crawler.spider
+    names: dict[Any, str] = {}
+    requests = [request(spider, 1), request(spider, 2), Request("http://docs.test/plain.html"),
+                FormRequest("http://docs.test/form", formdata={"q": "x"}, callback=spider.page)]
+    for req in requests:
+        assert request_dict(req, spider, names) == req.to_dict(spider=spider)
+    assert set(names.values()) == {"page", "failed"}, "learnt from to_dict, then used"
+    # a name that no longer points at the function (rebound on the instance) is asked again, not trusted
+    spider.page = MethodType(lambda self, response: None, spider)
+    with pytest.raises(ValueError):
+        request_dict(Request("http://docs.test/x", callback=DocsLikeSpider.page.__get__(spider)), spider, names)

@@ -20,15 +20,13 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import get_spider_loader
 
-from skillgraph.batch.detect import detect_sites
-from skillgraph.batch.plan import Site, ordered
-from skillgraph.batch.report import table, write_report
-from skillgraph.batch.runner import BatchRunner, Limits
 from skillgraph.commands.settings_check import OUTPUT_PATHS, exit_on_bad_settings
 from skillgraph.strategy.profiler import utc_now
 
 if TYPE_CHECKING:
     import argparse
+
+    from skillgraph.batch.plan import Site
 
 
 def emit(line: str) -> None:
@@ -64,6 +62,11 @@ class Command(ScrapyCommand):
             self.settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # imported here, not at the top: Scrapy imports every command module for any command, a crawl too
+        from skillgraph.batch.plan import ordered
+        from skillgraph.batch.report import table, write_report
+        from skillgraph.batch.runner import BatchRunner, Limits
+
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
         exit_on_bad_settings(settings, tuple(OUTPUT_PATHS))  # a bad value or path: one line, before any site runs
@@ -102,6 +105,8 @@ class Command(ScrapyCommand):
 
     def _detect(self, sites: list[Site]) -> None:
         """Profile every site in one crawler; its own bounds are the detection timeout, not the crawl's."""
+        from skillgraph.batch.detect import detect_sites
+
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
         timeout = settings.getfloat("SKILLGRAPH_BATCH_DETECT_TIMEOUT", 60)
@@ -112,6 +117,8 @@ class Command(ScrapyCommand):
         detect_sites(self.crawler_process, sites, timeout)
 
     def _sites(self, args: list[str], opts: argparse.Namespace) -> list[Site]:
+        from skillgraph.batch.plan import Site
+
         assert self.settings is not None
         loader = get_spider_loader(self.settings)
         domain_spiders = [n for n in sorted(loader.list()) if getattr(loader.load(n), "start_url", "")]

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import sys
 from argparse import ArgumentParser, Namespace
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import NotConfigured, UsageError
 
-from skillgraph.store.embed import describe, load_embedder
-from skillgraph.store.search import Hit, search_from_settings
-from skillgraph.store.sqlite import open_store
+if TYPE_CHECKING:
+    from skillgraph.store.search import Hit
 
 
 def format_hit(hit: Hit) -> str:
@@ -49,6 +49,11 @@ class Command(ScrapyCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object per hit")
 
     def run(self, args: list[str], opts: Namespace) -> None:
+        # imported here, not at the top: Scrapy imports every command module for any command, a crawl too
+        from skillgraph.store.embed import describe, load_embedder
+        from skillgraph.store.search import search_from_settings
+        from skillgraph.store.sqlite import open_store
+
         if not args:
             raise UsageError("give a QUERY")
         if opts.limit < 1:

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import NotConfigured, UsageError
@@ -43,10 +43,9 @@ from scrapy.utils.log import configure_logging
 from skillgraph.distributed import redis_location
 from skillgraph.distributed.connection import refusal, refusal_sentence
 from skillgraph.files import write_atomic
-from skillgraph.store.embed import describe, load_embedder
-from skillgraph.store.queue import ClaimQueue
-from skillgraph.store.sqlite import open_store
-from skillgraph.store.worker import BLOCK_SECONDS, StoreWorker, WorkerConfig
+
+if TYPE_CHECKING:
+    from skillgraph.store.worker import StoreWorker
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +120,12 @@ class Command(ScrapyCommand):
                             help="re-embed every stored chunk with the configured embedder (after a model change)")
 
     def run(self, args: list[str], opts: Namespace) -> None:
+        # imported here, not at the top: Scrapy imports every command module for any command, a crawl too
+        from skillgraph.store.embed import describe, load_embedder
+        from skillgraph.store.queue import ClaimQueue
+        from skillgraph.store.sqlite import open_store
+        from skillgraph.store.worker import BLOCK_SECONDS, StoreWorker, WorkerConfig
+
         if args:
             raise UsageError("scrapy worker takes no arguments")
         assert self.settings is not None
@@ -187,6 +192,9 @@ class Command(ScrapyCommand):
 
     def reembed(self) -> int:
         """``--reembed``: every chunk's vector again, with the configured embedder; 0 when done."""
+        from skillgraph.store.embed import load_embedder
+        from skillgraph.store.sqlite import open_store
+
         assert self.settings is not None
         try:
             embedder = load_embedder(self.settings)

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: ``json.dumps(doc, ensure_ascii=False)``'s encoder, built once rather than for every document.
+_ITEM_JSON = json.JSONEncoder(ensure_ascii=False)
+
 PUBLIC_FIELDS = ("url", "title", "markdown", "sha256", "fetched_at", "source", "domain", "strategy", "tier",
                  "quality")
 
@@ -64,6 +68,7 @@ class ItemStore:
     def __init__(self, root: Path, spider: str) -> None:
         self.dir = root / spider
         self.pending_dir = self.dir / "pending"
+        self.made = False  # self.dir made by this store
 
     def path(self, sha: str) -> Path:
         return self.dir / f"{sha}.json"
@@ -72,19 +77,27 @@ class ItemStore:
         return self.pending_dir / sha
 
     def save(self, doc: dict[str, Any], pending: bool, batch: Batch | None = None) -> bool:
-        """Write the document unless it is already on disk; True when written (with ``batch``: once it is done)."""
+        """Write the document unless it is already on disk; True when written (with ``batch``: once it is done).
+
+        The folder is made once, not checked at every document (a ``mkdir`` a page); should it vanish
+        meanwhile, the write that misses it makes it again.
+        """
         path = self.path(doc["sha256"])
-        if path.exists():
+        if os.path.exists(path):
             return False
         if pending:  # before the document: a document on disk is always pushed or marked pending
             self.pending_dir.mkdir(parents=True, exist_ok=True)
             self.marker(doc["sha256"]).touch()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(doc, ensure_ascii=False)
-        if batch is not None:
-            batch.write_atomic(path, text, durable=True)
-        else:
-            write_atomic(path, text, durable=True)
+        if not self.made:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.made = True
+        text = _ITEM_JSON.encode(doc)  # json.dumps(doc, ensure_ascii=False), the encoder built once
+        write = batch.write_atomic if batch is not None else write_atomic
+        try:
+            write(path, text, durable=True)
+        except FileNotFoundError:  # the folder was removed under the crawl
+            self.dir.mkdir(parents=True, exist_ok=True)
+            write(path, text, durable=True)
         return True
 
     def is_pending(self, sha: str) -> bool:

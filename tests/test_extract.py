@@ -417,6 +417,29 @@ def test_a_term_already_bold_is_not_wrapped_twice() -> None:
     assert "****" not in markdown
 
 
+def test_a_definition_with_a_bold_name_and_nested_emphasis_is_valid_commonmark() -> None:
+    # Texinfo 7 (GNU MPFR, libgcrypt, m4): <dt><span>Function: </span><em>int</em> <strong>name</strong>
+    # <em>(type <var>arg</var>)</em></dt>. Wrapping that term in bold, or <var> inside <em> in another *,
+    # gave "**Function: *int* **name** *(type *arg*)***", which CommonMark closes in the wrong places.
+    html = ("<main><h1>Assignment</h1><dl class='def'><dt id='index-set'><span class='category'>Function: </span>"
+            "<span><em>int</em> <strong>mpfr_set</strong> <em>(mpfr_t <var>rop</var>, mpfr_t <var>op</var>)</em>"
+            "</span></dt><dd><p>Set the value.</p></dd></dl>"
+            "<p><em>An <i>inner</i> emphasis</em> and <b>a <strong>bold</strong> run</b>.</p>"
+            "<dl><dt><code>void dump(xmlChar**mem)</code></dt><dd><p>A C pointer, not bold.</p></dd></dl></main>")
+    markdown = html_to_markdown(html, "http://h/set.html")
+    assert "Function: *int* **mpfr_set** *(mpfr_t rop, mpfr_t op)*" in markdown.splitlines()
+    assert "*An inner emphasis*" in markdown and "**a bold run**" in markdown
+    assert "**`void dump(xmlChar**mem)`**" in markdown, "a term whose code holds ** is still wrapped"
+    assert "***" not in markdown.replace("**`void dump(xmlChar**mem)`**", "")
+
+
+def test_emphasis_around_a_block_leaves_the_inner_emphasis_its_marks() -> None:
+    # an outer <b> holding a block is not written (emphasis is inline); the <b> inside it still is
+    markdown = html_to_markdown("<main><h1>T</h1><b><p>Para one.</p><p>A <b>key</b> word.</p></b></main>",
+                                "http://h/b.html")
+    assert "A **key** word." in markdown
+
+
 # -- generators nobody tuned for (issue 24): old table layouts, pre-formatted blocks, data tables ----------
 
 

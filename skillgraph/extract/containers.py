@@ -9,6 +9,8 @@ signature followed by its description.
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, is_list_block, quote_lines
@@ -189,6 +191,10 @@ def signature(dt: etree._Element, out: Out) -> None:
         out.blocks.append(f"**{code_span(text)}**")
 
 
+#: A code span of rendered markdown (its ``**`` is C, not bold: ``xmlChar**mem``).
+_CODE_SPANS = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+
+
 def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
     """Terms as bold lines (signatures as code), definitions as the blocks after them."""
     out.flush()
@@ -205,9 +211,9 @@ def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
                 signature(child, out)
             else:
                 term = r.one_line(child)
-                if term:  # a term already bold as a whole (Texinfo's <dt><b>) is not wrapped again
-                    whole = term.startswith("**") and term.endswith("**") and "**" not in term[2:-2]
-                    out.blocks.append(term if whole else f"**{term}**")
+                if term:  # a term with bold of its own (Texinfo's <dt><b>, a definition's <strong>name) is not
+                    # wrapped again: ``**Function: *int* **mpfr_set** (…)**`` closes the outer bold at the name
+                    out.blocks.append(term if "**" in _CODE_SPANS.sub("c", term) else f"**{term}**")
         elif tag == "div" and not flags:
             deflist(r, child, out, api)
         else:

@@ -46,6 +46,9 @@ class Renderer:
         self.in_heading = False
         self.in_cell = 0  #: depth of table cells being rendered (code stays inline there)
         self.list_depth = 0  #: depth of list items being rendered
+        #: emphasis marks open around what is being rendered, each with the output and block count it
+        #: opened at: the same mark inside, in the same inline run, is not written again
+        self.open_marks: dict[str, tuple[Out, int]] = {}
 
     def markdown(self, el: etree._Element) -> str:
         """Markdown for the children of ``el``."""
@@ -240,8 +243,26 @@ class Renderer:
         out.inline.append(f"{lead}[{core}]({target}){trail}")
 
     def emphasis(self, el: etree._Element, out: Out, mark: str = "*") -> None:
+        """``mark`` around the element's inline content; not again inside the same mark.
+
+        Texinfo's ``<em>(mpfr_t <var>rop</var>)</em>`` would read ``*(mpfr_t *rop*)*``, where
+        CommonMark closes the outer emphasis at the inner one: the inner text is emphasised already.
+        Once a block has been written since the outer mark opened, the outer one is not written (an
+        emphasis holds inline content only), so the inner one is.
+        """
         start, nblocks = len(out.inline), len(out.blocks)
-        self.walk(el, out)
+        outer = self.open_marks.get(mark)
+        if outer is not None and outer[0] is out and outer[1] == nblocks:
+            self.walk(el, out)
+            return
+        self.open_marks[mark] = (out, nblocks)
+        try:
+            self.walk(el, out)
+        finally:
+            if outer is None:
+                del self.open_marks[mark]
+            else:
+                self.open_marks[mark] = outer
         if len(out.blocks) == nblocks and len(out.inline) > start:
             content = wrap("".join(out.inline[start:]), mark)
             del out.inline[start:]

@@ -183,3 +183,39 @@ def test_shell_detection() -> None:
     assert detect_shell(box, "http://h/docs/search.html").render_skip.startswith("a search page")
     del box.find(".//form").attrib["action"]  # no action at all: a box scripts handle (rustdoc's), not a query page
     assert detect_shell(box, "http://h/docs/search.html").render_skip == ""
+
+
+def html(markup: str) -> etree._Element:
+    return etree.fromstring(markup, etree.HTMLParser())
+
+
+BUNDLE = "<script src='/app.js'></script>"
+
+
+@pytest.mark.parametrize(("body", "mount"), [
+    ("<div id='app'></div>", "#app"),
+    ("<div data-reactroot=''></div>", "#div"),
+    ("<app-root></app-root>", "#app-root"),
+    ("<section><p>x</p></section><div id='x' data-reactroot='1'></div><div id='root'></div>", "#x"),  # the first
+    ("<app-root></app-root><div id='root'></div>", "#app-root"),
+])
+def test_a_mount_point_is_found_by_id_data_reactroot_or_tag_and_the_first_wins(body: str, mount: str) -> None:
+    shell = detect_shell(html(f"<html><head>{BUNDLE}</head><body>{body}</body></html>"))
+    assert shell.is_shell and mount in shell.reason, shell
+    # an id that merely contains a known one ("approot", "root-nav") is no mount point
+    near = detect_shell(html(f"<html><head>{BUNDLE}</head><body><div id='approot'></div><div id='root-nav'></div>"
+                             "</body></html>"))
+    assert "empty app root" not in near.reason
+
+
+def test_the_main_region_is_the_first_main_article_or_role_main_and_only_its_descendants_are_mounts() -> None:
+    prose = "<p>" + "Enough text to read as a page of its own, not a loading box. " * 6 + "</p>"
+    page = ("<html><head>" + BUNDLE + "</head><body><nav><div id='menu'></div></nav>"
+            "<div role='main'>{inner}</div><article><div id='late'></div></article></body></html>")
+    # the empty #menu is outside the main region, the empty article #late comes after it: nothing waits for scripts
+    assert detect_shell(html(page.format(inner=prose)), "http://h/p.html").render_skip.startswith("nothing")
+    # an empty id'd div inside the main region is a mount: the page may need the browser
+    assert detect_shell(html(page.format(inner=prose + "<div id='widget'></div>")), "http://h/p.html").render_skip == ""
+    # the main region itself holding one child is not its own mount
+    one = "<html><head>" + BUNDLE + "</head><body><main><div>" + prose + "</div></main></body></html>"
+    assert detect_shell(html(one), "http://h/p.html").render_skip.startswith("nothing")

@@ -313,3 +313,43 @@ def test_postgresql_manual_has_no_block_page() -> None:
     assert thin >= 5, "the manual's thin pages (under 200 characters) are measured too"
     plpython = (POSTGRESQL_DOCS / "plpython-python23.html").read_text()
     assert assess(plpython).block is None
+
+
+def test_readable_chars_counted_on_classes_as_the_regex_reads_them() -> None:
+    """The class-string count equals the plain replace-and-split one, outside ASCII too (quotes, dashes,
+    non-breaking and ideographic spaces, letters, lone surrogates), and on a text too foreign to classify."""
+    import random
+
+    from skillgraph.quality.page import CLASSIFIED_CHARS, _readable_chars, _readable_chars_regex
+
+    alphabet = [" ", "\n", "\t", "a", "Z", "_", "9", "-", "*", "`", ".", "|", "é", "’", "—", "\xa0", "\u2009",
+                "\u3000", "\x1c", "\x0b", "\x85", "\u200b", "日", "²", "\ud800"]
+    rng = random.Random(22)
+    texts = ["", " ", "- * |", "a - b", " ```\npython\n``` "]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    texts.append("日本語 — ’" * CLASSIFIED_CHARS)  # past the classified characters: the regex reads it
+    for text in texts:
+        assert _readable_chars(text) == _readable_chars_regex(text), repr(text)
+    markdown = (PYTHON_DOCS / "library" / "stdtypes.html").read_text()  # any long text
+    assert _readable_chars(markdown) == _readable_chars_regex(markdown)
+
+
+def test_the_sample_is_read_from_the_page_scan_as_a_scan_of_its_own() -> None:
+    """A long page's first SAMPLE_CHARS: the kept scan up to a blank line of the document, the rest scanned,
+    equal to a scan of the sample wherever it is cut (in a list, a quote, a fence, a heading)."""
+    import random
+
+    from skillgraph.markdown import scan
+    from skillgraph.quality.page import sample_lines
+    from skillgraph.quality.structure import forget_scans, markdown_lines
+
+    markdown = extract_html((PYTHON_DOCS / "library" / "stdtypes.html").read_text(), "http://docs.test/").markdown
+    markdown += "\n> quoted\n> ```\n> code\n\n1. item\n\n   ```\n   in item\n\n   ```\n# Heading\ntext\n===\n"
+    rng = random.Random(22)
+    forget_scans()
+    markdown_lines(markdown)
+    for cut in [len(markdown) - k for k in range(1, 80)] + [rng.randrange(1, len(markdown)) for _ in range(200)]:
+        sample = markdown[:cut]
+        assert sample_lines(markdown, sample) == tuple(scan(sample)), cut
+    forget_scans()
+    assert sample_lines(markdown, markdown[:500]) == tuple(scan(markdown[:500])), "no kept scan: the sample's own"

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 
-from skillgraph.markdown import CODE, TEXT, fenced_spans, headings
+from skillgraph.markdown import CODE, TEXT, Line, fenced_spans, headings, scan
 from skillgraph.quality.signatures import MECHANICS
-from skillgraph.quality.structure import markdown_lines
+from skillgraph.quality.structure import markdown_lines, scanned
 
 _MECHANIC = {m.name: m for m in MECHANICS}
 
@@ -174,10 +174,56 @@ class TextStats:
     block_chars: int  #: characters of all blocks, link targets excluded (prose_chars' denominator)
 
 
-def _readable_chars(text: str) -> int:
-    """Length of ``text`` with whitespace collapsed and symbol-only tokens dropped (counted, not built)."""
+def _readable_chars_regex(text: str) -> int:
+    """:func:`_readable_chars` the plain way: symbol-only tokens replaced, the rest split and measured."""
     tokens = _NOISE.sub(" ", " " + text).split()
     return sum(map(len, tokens)) + len(tokens) - 1 if tokens else 0
+
+
+def _char_classes() -> bytes:
+    """A ``bytes.translate`` table: an ASCII word character (``\\w``) -> ``a``, whitespace (``\\s``, as
+    ``str.split`` reads it) -> space, any other ASCII -> ``.``, a UTF-8 lead byte -> ``?`` (its character
+    is classified on its own)."""
+    table = bytearray(b"?" * 256)
+    for byte in range(128):
+        char = chr(byte)
+        table[byte] = ord("a" if char.isalnum() or char == "_" else " " if char.isspace() else ".")
+    return bytes(table)
+
+
+_CLASSES = _char_classes()
+_CONTINUATION = bytes(range(0x80, 0xC0))  #: UTF-8 continuation bytes, deleted: one class byte per character
+_TOKEN_START = bytes.maketrans(b".", b"a")  #: word and symbol alike: a token
+_NOISE_RUN = re.compile(rb" \.+(?= )")  #: a symbol-only token, with the space before it
+#: Characters outside ASCII classified one by one, up to this many; a text with more is read the plain way.
+CLASSIFIED_CHARS = 256
+
+
+def _readable_chars(text: str) -> int:
+    """Length of ``text`` with whitespace collapsed and symbol-only tokens dropped (counted, not built).
+
+    Counted on a class string (one byte a character: word, space or symbol) rather than by
+    replacing the symbol-only tokens and splitting the rest: the regular expression that finds
+    such tokens in the text tries every whitespace, while in the class string a token without a
+    word byte is a literal run the engine searches for. A docs page's few characters outside
+    ASCII (typographic quotes, dashes) are classified one by one, as ``\\w`` and ``\\s`` read them.
+    """
+    classes = bytearray(text, "utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
+    other = classes.find(b"?")
+    if other >= 0:
+        if classes.count(b"?") > CLASSIFIED_CHARS:
+            return _readable_chars_regex(text)
+        while other >= 0:
+            char = text[other]
+            classes[other] = ord("a" if char.isalnum() or char == "_" else " " if char.isspace() else ".")
+            other = classes.find(b"?", other + 1)
+    padded = b" " + classes + b" "
+    noise = _NOISE_RUN.findall(padded)
+    kept = padded.translate(_TOKEN_START).count(b" a") - len(noise)  # tokens that hold a word character
+    if not kept:
+        return 0
+    chars = len(text) + 2 - padded.count(b" ") - (sum(map(len, noise)) - len(noise))
+    return chars + kept - 1
 
 
 #: Inline code spans (one each) and lines of fenced code (a half each) that make a docs page.
@@ -187,11 +233,41 @@ DOCS_CODE_WEIGHT = 2.0
 SAMPLE_CHARS = 32_768
 
 
+def sample_lines(markdown: str, sample: str) -> tuple[Line, ...]:
+    """The scan of ``sample`` (``markdown``'s first SAMPLE_CHARS), from the scan of ``markdown`` when one was kept.
+
+    A line's kind depends on the lines before it only, and after a blank line of the document
+    itself (kind text, depth 0) the scanner is as at the start of a text: the scan of the sample
+    is the kept scan up to its last such line, then a scan of what follows it. Falls back to a
+    scan of the whole sample when no scan was kept or the cut is not simple (``\\r`` line ends,
+    no blank line of the document near the cut).
+    """
+    full = None if sample is markdown else scanned(markdown)
+    if full is None or "\r" in sample:
+        return markdown_lines(sample)
+    end = len(sample)
+    for _ in range(SAMPLE_RESTARTS):
+        blank = sample.rfind("\n\n", 0, end) + 1  # where a line "\n" starts
+        if blank <= 0:
+            break
+        index = sample.count("\n", 0, blank)
+        line = full[index]
+        if line.kind == TEXT and not line.depth and line.text == "\n" and sample[blank + 1:blank + 2] != "\ufeff":
+            return full[:index + 1] + tuple(scan(sample[blank + 1:]))
+        end = blank
+    return markdown_lines(sample)
+
+
+#: Blank lines tried back from the cut (a long list or code block holds blank lines that are no restart).
+SAMPLE_RESTARTS = 16
+
+
 def text_stats(markdown: str) -> TextStats:
     """Content size, link density and paragraph quality of markdown, block by block."""
     sample = markdown[:SAMPLE_CHARS]
     link_chars = prose_chars = block_chars = markup_chars = 0
-    code = fenced_spans(sample, markdown_lines(sample))  # a block overlapping one of these is (part of) a fenced block
+    # a block overlapping one of these is (part of) a fenced block
+    code = fenced_spans(sample, sample_lines(markdown, sample))
     c = pos = 0
     for block in sample.split("\n\n"):
         begin, end = pos, pos + len(block)
@@ -236,7 +312,7 @@ def docs_like(markdown: str) -> bool:
     if "`" not in sample and "|" not in sample and "~~~" not in sample:
         return False  # no code span, fence or table row: nothing to count
     weight = 0.0
-    for line in markdown_lines(sample):
+    for line in sample_lines(markdown, sample):
         if line.kind == CODE:
             weight += 0.5
         elif line.kind == TEXT:

@@ -353,3 +353,17 @@ def test_the_sample_is_read_from_the_page_scan_as_a_scan_of_its_own() -> None:
         assert sample_lines(markdown, sample) == tuple(scan(sample)), cut
     forget_scans()
     assert sample_lines(markdown, markdown[:500]) == tuple(scan(markdown[:500])), "no kept scan: the sample's own"
+
+
+def test_strip_tags_collapses_whitespace_as_the_regex_did() -> None:
+    """Split and join read whitespace as ``\\s`` does: every Unicode space, line and paragraph separator."""
+    import html
+    import re
+
+    from skillgraph.quality.page import straight, strip_tags
+
+    spaces = " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2009\u200b\u2028\u2029\u202f\u205f\u3000\ufeff"
+    for space in spaces:
+        fragment = f"{space}<p>a{space}&amp;{space * 2}b</p>{space}<br/>c’{space}"
+        plain = straight(re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^<>]*>", " ", fragment))).strip())
+        assert strip_tags(fragment) == plain, repr(space)

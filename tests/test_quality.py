@@ -367,3 +367,21 @@ def test_strip_tags_collapses_whitespace_as_the_regex_did() -> None:
         fragment = f"{space}<p>a{space}&amp;{space * 2}b</p>{space}<br/>c’{space}"
         plain = straight(re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^<>]*>", " ", fragment))).strip())
         assert strip_tags(fragment) == plain, repr(space)
+
+
+def test_signature_groups_match_as_each_signature_searched_alone() -> None:
+    """Gated prefixes change no verdict: every block page's markup, and texts holding each needle alone."""
+    from skillgraph.quality.page import read_markup
+    from skillgraph.quality.signatures import SignatureGroup, shared_gates
+
+    assert shared_gates(["g-recaptcha", "h-captcha", "cf", "cf-spinner"]) == {
+        "captcha": ("g-recaptcha", "h-captcha"), "cf": ("cf",), "cf-spinner": ("cf-spinner",)}
+    for where in ("html", "stub", "form", "text"):
+        signatures = [s for s in SIGNATURES if s.where == where]
+        group = SignatureGroup(signatures)
+        assert sorted(n for needles in group.gates.values() for n in needles) == \
+            sorted({p for s in signatures for p, _ in s.branches if p}), "every prefix under one gate"
+        texts = [read_markup(page(path.name).lower()).source for path in sorted(FIXTURES.glob("*.html"))]
+        texts += [f"<p>x {prefix} y</p>" for s in signatures for prefix, _ in s.branches]
+        for text in texts:
+            assert group.matching(text) == [s for s in signatures if s.search(text)], text[:80]

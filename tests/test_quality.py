@@ -385,3 +385,16 @@ def test_signature_groups_match_as_each_signature_searched_alone() -> None:
         texts += [f"<p>x {prefix} y</p>" for s in signatures for prefix, _ in s.branches]
         for text in texts:
             assert group.matching(text) == [s for s in signatures if s.search(text)], text[:80]
+
+
+def test_lower_and_straight_equal_the_str_methods() -> None:
+    """``lower`` lowers ASCII bytes only when no other character has a lower case; ``straight`` replaces."""
+    from skillgraph.quality.page import lower, straight
+
+    table = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+    samples = ["", "ABC", "Doesn’t <DIV Class=X>", "ÉCOLE", "ΣΑΣ end", "İstanbul", "straße ’‘ʼ", "\ud800 A",
+               "Ⅻ Ａ 𝐀", "x" * 100 + "“Q”"]
+    samples += [chr(c) + "A" for c in range(0x80, 0x3000)]
+    for text in samples:
+        assert lower(text) == text.lower(), repr(text)
+        assert straight(text) == text.translate(table), repr(text)

@@ -299,8 +299,10 @@ def text_stats(markdown: str) -> TextStats:
     """Content size, link density and paragraph quality of markdown, block by block."""
     sample = markdown[:SAMPLE_CHARS]
     link_chars = prose_chars = block_chars = markup_chars = 0
-    # a block overlapping one of these is (part of) a fenced block
-    code = fenced_spans(sample, sample_lines(markdown, sample))
+    # A block overlapping one of these is (part of) a fenced block. A fence opens with three backticks or
+    # tildes: a sample without either has none (nothing to read of its lines).
+    fenced = "```" in sample or "~~~" in sample
+    code = fenced_spans(sample, sample_lines(markdown, sample)) if fenced else []
     c = pos = 0
     for block in sample.split("\n\n"):
         begin, end = pos, pos + len(block)

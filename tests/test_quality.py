@@ -313,3 +313,88 @@ def test_postgresql_manual_has_no_block_page() -> None:
     assert thin >= 5, "the manual's thin pages (under 200 characters) are measured too"
     plpython = (POSTGRESQL_DOCS / "plpython-python23.html").read_text()
     assert assess(plpython).block is None
+
+
+def test_readable_chars_counted_on_classes_as_the_regex_reads_them() -> None:
+    """The class-string count equals the plain replace-and-split one, outside ASCII too (quotes, dashes,
+    non-breaking and ideographic spaces, letters, lone surrogates), and on a text too foreign to classify."""
+    import random
+
+    from skillgraph.quality.page import CLASSIFIED_CHARS, _readable_chars, _readable_chars_regex
+
+    alphabet = [" ", "\n", "\t", "a", "Z", "_", "9", "-", "*", "`", ".", "|", "é", "’", "—", "\xa0", "\u2009",
+                "\u3000", "\x1c", "\x0b", "\x85", "\u200b", "日", "²", "\ud800"]
+    rng = random.Random(22)
+    texts = ["", " ", "- * |", "a - b", " ```\npython\n``` "]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    texts.append("日本語 — ’" * CLASSIFIED_CHARS)  # past the classified characters: the regex reads it
+    for text in texts:
+        assert _readable_chars(text) == _readable_chars_regex(text), repr(text)
+    markdown = (PYTHON_DOCS / "library" / "stdtypes.html").read_text()  # any long text
+    assert _readable_chars(markdown) == _readable_chars_regex(markdown)
+
+
+def test_the_sample_is_read_from_the_page_scan_as_a_scan_of_its_own() -> None:
+    """A long page's first SAMPLE_CHARS: the kept scan up to a blank line of the document, the rest scanned,
+    equal to a scan of the sample wherever it is cut (in a list, a quote, a fence, a heading)."""
+    import random
+
+    from skillgraph.markdown import scan
+    from skillgraph.quality.page import sample_lines
+    from skillgraph.quality.structure import forget_scans, markdown_lines
+
+    markdown = extract_html((PYTHON_DOCS / "library" / "stdtypes.html").read_text(), "http://docs.test/").markdown
+    markdown += "\n> quoted\n> ```\n> code\n\n1. item\n\n   ```\n   in item\n\n   ```\n# Heading\ntext\n===\n"
+    rng = random.Random(22)
+    forget_scans()
+    markdown_lines(markdown)
+    for cut in [len(markdown) - k for k in range(1, 80)] + [rng.randrange(1, len(markdown)) for _ in range(200)]:
+        sample = markdown[:cut]
+        assert sample_lines(markdown, sample) == tuple(scan(sample)), cut
+    forget_scans()
+    assert sample_lines(markdown, markdown[:500]) == tuple(scan(markdown[:500])), "no kept scan: the sample's own"
+
+
+def test_strip_tags_collapses_whitespace_as_the_regex_did() -> None:
+    """Split and join read whitespace as ``\\s`` does: every Unicode space, line and paragraph separator."""
+    import html
+    import re
+
+    from skillgraph.quality.page import straight, strip_tags
+
+    spaces = " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2009\u200b\u2028\u2029\u202f\u205f\u3000\ufeff"
+    for space in spaces:
+        fragment = f"{space}<p>a{space}&amp;{space * 2}b</p>{space}<br/>c’{space}"
+        plain = straight(re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^<>]*>", " ", fragment))).strip())
+        assert strip_tags(fragment) == plain, repr(space)
+
+
+def test_signature_groups_match_as_each_signature_searched_alone() -> None:
+    """Gated prefixes change no verdict: every block page's markup, and texts holding each needle alone."""
+    from skillgraph.quality.page import read_markup
+    from skillgraph.quality.signatures import SignatureGroup, shared_gates
+
+    assert shared_gates(["g-recaptcha", "h-captcha", "cf", "cf-spinner"]) == {
+        "captcha": ("g-recaptcha", "h-captcha"), "cf": ("cf",), "cf-spinner": ("cf-spinner",)}
+    for where in ("html", "stub", "form", "text"):
+        signatures = [s for s in SIGNATURES if s.where == where]
+        group = SignatureGroup(signatures)
+        assert sorted(n for needles in group.gates.values() for n in needles) == \
+            sorted({p for s in signatures for p, _ in s.branches if p}), "every prefix under one gate"
+        texts = [read_markup(page(path.name).lower()).source for path in sorted(FIXTURES.glob("*.html"))]
+        texts += [f"<p>x {prefix} y</p>" for s in signatures for prefix, _ in s.branches]
+        for text in texts:
+            assert group.matching(text) == [s for s in signatures if s.search(text)], text[:80]
+
+
+def test_lower_and_straight_equal_the_str_methods() -> None:
+    """``lower`` lowers ASCII bytes only when no other character has a lower case; ``straight`` replaces."""
+    from skillgraph.quality.page import lower, straight
+
+    table = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+    samples = ["", "ABC", "Doesn’t <DIV Class=X>", "ÉCOLE", "ΣΑΣ end", "İstanbul", "straße ’‘ʼ", "\ud800 A",
+               "Ⅻ Ａ 𝐀", "x" * 100 + "“Q”"]
+    samples += [chr(c) + "A" for c in range(0x80, 0x3000)]
+    for text in samples:
+        assert lower(text) == text.lower(), repr(text)
+        assert straight(text) == text.translate(table), repr(text)

@@ -13,7 +13,7 @@ from typing import Any
 from skillgraph.quality.checks import block_check, boilerplate_check, completeness_check
 from skillgraph.quality.model import Assessment
 from skillgraph.quality.page import Page, text_stats
-from skillgraph.quality.structure import markdown_lines
+from skillgraph.quality.structure import forget_scans
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -65,7 +65,7 @@ def assess(
     page = Page(html, markdown, title or "")
     stats = text_stats(markdown)
     block, label = block_check(page, stats, status, header_lines(headers))
-    markdown_lines.cache_clear()  # the scan served the self-check, these statistics and the block check: not kept
+    forget_scans()  # the scan served the self-check, these statistics and the block check: not kept
     completeness = completeness_check(stats.text_chars, page.title)
     boilerplate = boilerplate_check(stats)
     score = block.score * completeness.score * (0.6 + 0.4 * boilerplate.score)

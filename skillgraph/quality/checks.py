@@ -18,6 +18,7 @@ from skillgraph.quality.signatures import (
     STATUS_LABELS,
     VENDOR_STATUSES,
     Signature,
+    SignatureGroup,
 )
 
 MIN_CONTENT_CHARS = 200  #: completeness: readable characters of main content
@@ -41,6 +42,10 @@ _TEXT_SIGS = tuple(s for s in SIGNATURES if s.where == "text")
 _HEADER_SIGS = tuple(s for s in SIGNATURES if s.where == "header")
 _FORM_SIGS = tuple(s for s in SIGNATURES if s.where == "form")
 _STUB_SIGS = tuple(s for s in SIGNATURES if s.where == "stub")
+#: The groups searched in a page's whole markup (:func:`_live`), their prefixes under shared gates.
+_HTML_GROUP = SignatureGroup(_HTML_SIGS)
+_STUB_GROUP = SignatureGroup(_STUB_SIGS)
+_FORM_GROUP = SignatureGroup(_FORM_SIGS)
 #: Mechanics alone, on a near-empty page: a script that sets a cookie (or solves a puzzle) and reloads.
 _STUB_CHALLENGE = ("cookie-script", "proof-of-work")  #: either, with "reload"
 _STUB_CHALLENGE_SIG = Signature("challenge", "stub", "cookie-script|proof-of-work", "a script that sets a cookie "
@@ -52,12 +57,12 @@ def _matching(sigs: Iterable[Signature], texts: Iterable[str]) -> list[Signature
     return [s for s in sigs if any(s.search(t) for t in texts)]
 
 
-def _live(page: Page, sigs: tuple[Signature, ...]) -> list[Signature]:
+def _live(page: Page, group: SignatureGroup) -> list[Signature]:
     """Signatures found in the live markup: first in the whole markup as read (cheap, nearly always nothing),
     then, for those, in the tags and scripts alone (text nodes dropped: a ``<pre>`` quoting a marker is text)."""
     if not page.raw:
         return []
-    candidates = _matching(sigs, [page.markup.source])
+    candidates = group.matching(page.markup.source)
     return _matching(candidates, [page.markup.tags]) if candidates else []
 
 
@@ -78,13 +83,13 @@ def _evidence(page: Page, stats: TextStats) -> list[Signature]:
     """Markup, title and text signatures that count on this (thin or non-2xx) page, best first."""
     content = stats.text_chars
     message = is_message_page(stats, page)
-    found = _live(page, _HTML_SIGS) + _matching(_ELEMENT_SIGS, [page.markup.clean if page.raw else ""])
+    found = _live(page, _HTML_GROUP) + _matching(_ELEMENT_SIGS, [page.markup.clean if page.raw else ""])
     if content < STUB_CHARS:
-        found += _live(page, _STUB_SIGS)
+        found += _live(page, _STUB_GROUP)
         if page.raw and page.shows("reload") and any(page.shows(name) for name in _STUB_CHALLENGE):
             found.append(_STUB_CHALLENGE_SIG)
     if message:
-        found += _live(page, _FORM_SIGS)
+        found += _live(page, _FORM_GROUP)
     found += _matching(_VENDOR_TITLE_SIGS, [h for h in page.headings if len(h) <= VENDOR_HEADING_CHARS])
     # Human checks, login walls and paywalls say so with mechanics to back them (``needs``); the other
     # kinds only say so, which counts on a message page alone.

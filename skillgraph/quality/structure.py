@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from skillgraph.markdown import FENCE_OPEN, HEADING, Line, scan
 from skillgraph.quality.model import FAIL, PASS, WARN, Check
@@ -54,15 +53,36 @@ class Found:
     headings: int
 
 
-@lru_cache(maxsize=2)
+#: The last scans made (markdown -> its lines), most recently used last; a page's markdown is scanned once.
+_SCANS: dict[str, tuple[Line, ...]] = {}
+SCANS_KEPT = 2
+
+
 def markdown_lines(markdown: str) -> tuple[Line, ...]:
     """``scan(markdown)``, kept for the last pages: the self-check and the gates' text statistics read the same lines.
 
     The extractor checks the markdown it writes (final newline included, see
-    :func:`skillgraph.extract.api.extract_tree`), so a page under
-    :data:`~skillgraph.quality.page.SAMPLE_CHARS` is scanned once, not twice.
+    :func:`skillgraph.extract.api.extract_tree`), so a page is scanned once, not twice;
+    :func:`scanned` tells whether it was. Kept in a plain dict rather than ``lru_cache``
+    because the gates must look a scan up without making one.
     """
-    return tuple(scan(markdown))
+    lines = _SCANS.pop(markdown, None)
+    if lines is None:
+        lines = tuple(scan(markdown))
+        if len(_SCANS) >= SCANS_KEPT:
+            del _SCANS[next(iter(_SCANS))]  # the least recently used
+    _SCANS[markdown] = lines
+    return lines
+
+
+def scanned(markdown: str) -> tuple[Line, ...] | None:
+    """The lines :func:`markdown_lines` kept for ``markdown``, or None (no scan is made)."""
+    return _SCANS.get(markdown)
+
+
+def forget_scans() -> None:
+    """Drop the kept scans (a page's scan serves that page only)."""
+    _SCANS.clear()
 
 
 def read_markdown(markdown: str) -> Found:

@@ -40,7 +40,7 @@ above a question's right page on ``all``, at most 3 a question, written by
 pinned for that page set in tests/fixtures/search/thresholds.json and exits 1
 when one is below (tests/test_search.py runs it on ``ci``).
 
-Usage: .venv/bin/python bench/search_eval.py [--pages all|ci|questions] [--split dev|heldout|issue15 ...]
+Usage: .venv/bin/python bench/search_eval.py [--pages all|ci|questions] [--split dev|heldout|heldout5|issue15 ...]
        [--store PATH] [--check] [--calibrate]
 (``--store`` keeps the store between runs: pages already in it are neither extracted nor embedded again.)
 """
@@ -79,7 +79,8 @@ CORPORA: dict[str, tuple[Path, tuple[str, ...]]] = {
 NOT_PAGES = ("genindex", "py-modindex", "search", "404")
 FIXTURES = ROOT / "tests" / "fixtures" / "search"
 SPLITS = {"dev": FIXTURES / "dev.json", "heldout": FIXTURES / "heldout.json", "heldout2": FIXTURES / "heldout2.json",
-          "heldout3": FIXTURES / "heldout3.json", "issue15": FIXTURES / "questions.json"}
+          "heldout3": FIXTURES / "heldout3.json", "heldout5": FIXTURES / "heldout5.json",
+          "issue15": FIXTURES / "questions.json"}
 CI_PAGES = FIXTURES / "ci_pages.json"
 THRESHOLDS = FIXTURES / "thresholds.json"
 BASE_URL = "http://127.0.0.1:1/"

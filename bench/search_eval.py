@@ -27,9 +27,8 @@ For each ranking mode and split: recall@5 (a right page among the first 5
 hits), MRR (1 / rank of the first right page within 10, else 0), questions
 left with no hit at all (the floor cut every hit), nonsense and off-topic
 queries that found something, median ms/query. Modes: ``default`` (what
-``scrapy search`` runs), ``bm25`` (lexical rankings only), ``embedding``
-(cosine only) and ``best-chunk`` (a page ranked by its best chunk alone, no
-soft maximum: the search before issue 24 round 3), each with the default floor; ``--no-floor`` adds them without it.
+``scrapy search`` runs), ``bm25`` (lexical rankings only) and ``embedding``
+(cosine only), each with the default floor; ``--no-floor`` adds them without it.
 ``--calibrate`` prints, for the split's questions and nonsense, the relevance
 score the floor is compared with (docs/store.md says how the floor was set).
 
@@ -174,8 +173,7 @@ def modes(store: SqliteStore, embedder: Embedder, floor: bool = True) -> dict[st
     kw: dict[str, Any] = {} if floor else {"min_relevance": -1.0}
     return {"default": HybridSearch(store, embedder, **kw),
             "bm25": HybridSearch(store, embedder, semantic_weight=0.0, lexical_weight=1.0, **kw),
-            "embedding": HybridSearch(store, embedder, semantic_weight=1.0, lexical_weight=0.0, **kw),
-            "best-chunk": HybridSearch(store, embedder, page_softmax=0.0, **kw)}
+            "embedding": HybridSearch(store, embedder, semantic_weight=1.0, lexical_weight=0.0, **kw)}
 
 
 def score(search: HybridSearch, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,11 +211,11 @@ def calibrate(search: HybridSearch, qs: dict[str, Any]) -> None:
     right: list[tuple[float, str]] = []
     for item in qs["paraphrased"] + qs["keyword"]:
         wanted = {url_of(p) for p in item["pages"]}
-        rel = [h.chunk_relevance for h in search.search(item["q"], 10) if h.url in wanted]
+        rel = [h.relevance for h in search.search(item["q"], 10) if h.url in wanted]
         if rel:
             right.append((max(rel), item["q"]))
     right.sort()
-    noise = sorted(((max((h.chunk_relevance for h in search.search(q, 10)), default=0.0), q)
+    noise = sorted(((max((h.relevance for h in search.search(q, 10)), default=0.0), q)
                     for q in qs["nonsense"] + qs["offtopic"]), reverse=True)
     print(f"\nrelevance of the right page ({len(right)} questions found within 10, floor off): lowest "
           + ", ".join(f"{r:.3f} {q!r}" for r, q in right[:5]))

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +21,9 @@ import pytest
 from scrapy.settings import Settings
 
 from bench.search_eval import FIXTURES, build_store, check, document, page_set, questions
-from skillgraph.items import sha256_text
 from skillgraph.store.embed import HashingEmbedder, load_embedder
 from skillgraph.store.minilm import MiniLMEmbedder
-from skillgraph.store.search import PAGE_SOFTMAX, HybridSearch, page_relevance
+from skillgraph.store.search import HybridSearch
 from skillgraph.store.sqlite import SqliteStore
 from skillgraph.store.worker import StoreWorker, WorkerConfig
 from tests.conftest import ROOT, run_scrapy
@@ -199,48 +196,3 @@ def test_the_derived_model_is_rebuilt_from_the_shipped_weights(tmp_path: Path, c
     text = ["## Basic Usage\nSerialize obj as a JSON formatted stream to fp."]
     assert float(fresh.embed(text)[0] @ corpus["embedder"].embed(text)[0]) > 0.9999
     assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".npy", ".onnx"]
-
-
-def test_a_pages_relevance_is_its_best_chunks_plus_a_bounded_share_of_the_close_ones() -> None:
-    assert page_relevance([0.5]) == 0.5
-    assert page_relevance([0.5, 0.5]) == pytest.approx(0.5 + PAGE_SOFTMAX * math.log(2))
-    assert page_relevance([0.5, 0.1]) == pytest.approx(0.5, abs=1e-5), "a far chunk adds next to nothing"
-    assert page_relevance([0.5, 0.49, 0.48], temperature=0.0) == 0.5
-    many = [0.5] * 150  # every candidate of a query in one page: the most a page can gain
-    assert page_relevance(many) == pytest.approx(0.5 + PAGE_SOFTMAX * math.log(150))
-
-
-class CosineByText:
-    """Test embedder: a chunk saying ``sim 80`` has cosine 0.80 with every query (which says no ``sim``)."""
-
-    name, dimension = "cosine-by-text", 2
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            found = re.search(r"sim (\d+)", text)
-            c = int(found.group(1)) / 100 if found else 1.0
-            out.append([c, math.sqrt(1 - c * c)])
-        return out
-
-
-def test_pages_rank_by_the_soft_maximum_and_only_the_best_chunk_meets_the_floor(tmp_path: Path) -> None:
-    embedder = CosineByText()
-    store = SqliteStore(tmp_path / "store.sqlite3", embedder.name, embedder.dimension)
-    worker = StoreWorker(store, embedder, WorkerConfig())
-    pages = {"one": "# One\n\nwidget sim 81\n",  # the single closest chunk
-             "two": "# Two\n\nwidget sim 80\n\n## More\n\nwidget sim 79\n",  # two close ones
-             "low": "# Low\n\nwidget sim 29\n\n## A\n\nwidget sim 29\n\n## B\n\nwidget sim 29\n"}
-    for name, markdown in pages.items():
-        worker.store_document({"url": f"http://127.0.0.1:1/{name}", "title": name, "markdown": markdown,
-                               "sha256": sha256_text(markdown)})
-    ranked = HybridSearch(store, embedder, lexical_weight=0.0, min_relevance=0.30).search("widget")
-    assert [h.url.rsplit("/", 1)[1] for h in ranked] == ["two", "one"]
-    two = ranked[0]
-    assert two.chunk_relevance == pytest.approx(0.80, abs=1e-4) and two.heading == "Two"
-    assert two.score == pytest.approx(0.80 + PAGE_SOFTMAX * math.log(1 + math.exp(-0.01 / PAGE_SOFTMAX)), abs=1e-4)
-    # "low" has a soft maximum of 0.29 + 0.03 ln 3 = 0.323, over the floor, but no chunk reaches it: no hit
-    assert page_relevance([0.29] * 3) > 0.30
-    best_chunk = HybridSearch(store, embedder, lexical_weight=0.0, min_relevance=0.30, page_softmax=0.0)
-    assert [h.url.rsplit("/", 1)[1] for h in best_chunk.search("widget")] == ["one", "two"]
-    store.close()

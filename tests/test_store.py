@@ -317,8 +317,7 @@ def test_query_syntax_is_never_fts5_syntax(docs_store: tuple[StoreWorker, Any]) 
 
 
 def test_relevance_is_cosine_plus_word_coverage_and_ranks_the_hits(docs_store: tuple[StoreWorker, Any]) -> None:
-    """A chunk's relevance = semantic weight x cosine + lexical weight x IDF-weighted word coverage; hits come by
-    their page's soft maximum of it (skillgraph.store.search.page_relevance), never below their best chunk's."""
+    """Hits come by relevance = semantic weight x cosine + lexical weight x IDF-weighted word coverage."""
     worker, docs = docs_store
     search = HybridSearch(worker.store, worker.embedder)
     assert (search.semantic_weight, search.lexical_weight) == (0.1, 1.0), "the hashing embedder's: words first"
@@ -333,8 +332,8 @@ def test_relevance_is_cosine_plus_word_coverage_and_ranks_the_hits(docs_store: t
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), query
         assert search.text.known_share(content_words(query)) == 1.0, query
         for hit in hits:
-            assert hit.chunk_relevance == pytest.approx(0.1 * hit.similarity + hit.coverage, abs=1e-3), (query, hit)
-            assert 0.0 <= hit.coverage <= 1.0 and hit.score >= hit.chunk_relevance >= search.min_relevance
+            assert hit.score == pytest.approx(0.1 * hit.similarity + hit.coverage, abs=1e-3), (query, hit)
+            assert 0.0 <= hit.coverage <= 1.0 and hit.score >= search.min_relevance
         assert any(h.url == doc["url"] for h in hits), "the page the words come from is a hit"
         assert all(h.semantic_rank is None for h in lexical_only.search(query, 10)), "weight 0: no embedding"
 
@@ -361,7 +360,7 @@ def test_a_word_held_by_one_page_puts_it_first_and_unknown_words_match_nothing(
     half = search.search(f"{common} qwxzvblorf", 60)
     assert half, "the known word still finds pages"
     for hit in half:  # half the query is unknown to the store: half the relevance
-        assert hit.chunk_relevance == pytest.approx(0.5 * (0.1 * hit.similarity + hit.coverage), abs=1e-3), hit
+        assert hit.score == pytest.approx(0.5 * (0.1 * hit.similarity + hit.coverage), abs=1e-3), hit
 
 
 # -- the vector index and the word ranking of large stores -------------------------------------------------

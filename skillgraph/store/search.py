@@ -15,15 +15,8 @@ FTS5's vocabulary; stopwords left out unless nothing else is left; a word no
 chunk holds has the largest IDF). So when the query's words are not on a
 page (a paraphrase), coverage is ~0 for every candidate and meaning alone
 ranks; when they are, the pages holding the rare ones move up, and a rare
-identifier held by one page puts it first.
-
-**A page's relevance** is the soft maximum of its candidate chunks'
-(``t x ln sum(exp(relevance / t))``, ``t`` = :data:`PAGE_SOFTMAX`): its best
-chunk's, plus up to ``t x ln n`` when ``n`` of its chunks come near it. A page
-that answers with several passages edges out one that has a single slightly
-closer one. The best chunk gives the heading path and the snippet, and it alone
-is compared with the floor, so the soft maximum reorders hits and never makes
-one (issue 24 round 3, docs/store.md).
+identifier held by one page puts it first. A document ranks by its best
+chunk, which gives the heading path and the snippet.
 
 Why not reciprocal-rank fusion (issue 15's): ranks throw away how close a
 chunk is, so RRF could not tell "best of a bad lot" from a real match: no
@@ -42,7 +35,6 @@ The floor was set on the dev questions and checked on held-out ones
 
 from __future__ import annotations
 
-import math
 import re
 from array import array
 from dataclasses import asdict, dataclass
@@ -58,21 +50,15 @@ from skillgraph.store.vectors import VectorIndex
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["PAGE_SOFTMAX", "Hit", "HybridSearch", "fts_query", "page_relevance", "query_words",
-           "search_from_settings", "snippet"]
+__all__ = ["Hit", "HybridSearch", "fts_query", "query_words", "search_from_settings", "snippet"]
 
 SNIPPET_CHARS = 200
-#: Temperature of a page's soft maximum over its candidate chunks' relevance (0: its best chunk's alone).
-#: 0.03, chosen on dev to heldout4: paraphrased recall@5 on heldout2 / heldout3 / heldout4 0.722 / 0.746 / 0.815
-#: -> 0.750 / 0.794 / 0.815, dev and heldout unchanged; on heldout5, seen once at the end, 0.627 -> 0.627
-#: (MRR 0.497 -> 0.483) (docs/store.md, "Search")
-PAGE_SOFTMAX = 0.03
 
 
 @dataclass
 class Hit:
     rank: int
-    score: float  # the page's relevance: the soft maximum of its candidate chunks' (what hits are ordered by)
+    score: float  # the relevance of the best chunk (what the floor is compared with)
     url: str
     title: str | None
     heading: str
@@ -83,7 +69,6 @@ class Hit:
     graph: str | None = None  # the skill graph and file holding the page, when a graph holds it
     file: str | None = None
     coverage: float = 0.0  # IDF-weighted share of the query's words the best chunk holds
-    chunk_relevance: float = 0.0  # the relevance of the best chunk (what the floor is compared with)
 
     @property
     def relevance(self) -> float:
@@ -105,15 +90,6 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
-def page_relevance(scores: list[float], temperature: float = PAGE_SOFTMAX) -> float:
-    """The soft maximum ``t x ln sum(exp(s / t))`` of a page's chunk relevances: the best one plus at most
-    ``t x ln(len(scores))``, the more the closer the others come to it; the best alone when ``t`` <= 0."""
-    top = max(scores)
-    if temperature <= 0:
-        return top
-    return top + temperature * math.log(sum(math.exp((s - top) / temperature) for s in scores))
-
-
 def content_words(query: str) -> list[str]:
     """The query's distinct words without stopwords (all of them when nothing else is left)."""
     words = list(dict.fromkeys(query_words(query)))
@@ -123,8 +99,7 @@ def content_words(query: str) -> list[str]:
 class HybridSearch:
     def __init__(self, store: SqliteStore, embedder: Embedder, candidates: int = 50,
                  semantic_weight: float | None = None, min_relevance: float | None = None,
-                 graphs: GraphIndex | None = None, lexical_weight: float | None = None,
-                 page_softmax: float = PAGE_SOFTMAX) -> None:
+                 graphs: GraphIndex | None = None, lexical_weight: float | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.candidates = candidates
@@ -136,8 +111,6 @@ class HybridSearch:
                                if lexical_weight is None else lexical_weight)
         self.min_relevance = (float(getattr(embedder, "min_relevance", 0.0))
                               if min_relevance is None else min_relevance)
-        #: temperature of a page's soft maximum over its chunks (0: a page ranks by its best chunk)
-        self.page_softmax = page_softmax
         self.graphs = graphs
         self.vectors = VectorIndex(store)
         self.text = LexicalIndex(store)
@@ -213,17 +186,14 @@ class HybridSearch:
             return ranks
 
         best: dict[str, tuple[float, int]] = {}  # url -> (relevance, chunk) of its best candidate chunk
-        chunk_scores: dict[str, list[float]] = {}  # url -> the relevance of each of its candidate chunks
         for cid in candidates:
             if cid in rows:
                 url, score = rows[cid][0], relevance(cid)
-                chunk_scores.setdefault(url, []).append(score)
                 if url not in best or score > best[url][0]:
                     best[url] = (score, cid)
-        page = {url: page_relevance(scores, self.page_softmax) for url, scores in chunk_scores.items()}
         lex, sem = by_document(lexical), by_document(semantic)
         if self.semantic_weight > 0:
-            order = sorted(best, key=lambda u: (-page[u], u))
+            order = sorted(best, key=lambda u: (-best[u][0], u))
         else:  # BM25 alone ranks (the phrase, then the words); the floor still decides what is a hit
             lexical_order = by_document(phrase + lexical)
             order = sorted(lexical_order, key=lambda u: lexical_order[u])
@@ -231,14 +201,14 @@ class HybridSearch:
         hits: list[Hit] = []
         for url in order:
             score, cid = best[url]
-            if score < self.min_relevance:  # the best chunk, not the soft maximum: it never makes a hit
+            if score < self.min_relevance:
                 continue
             _, heading, text, title = rows[cid]
-            where = located.get(url)
-            hits.append(Hit(len(hits) + 1, round(page[url], 6), url, title, heading, snippet(text, query),
+            page = located.get(url)
+            hits.append(Hit(len(hits) + 1, round(score, 6), url, title, heading, snippet(text, query),
                             lex.get(url), sem.get(url), round(cosine.get(cid, 0.0), 4),
-                            where.graph if where else None, where.file if where else None,
-                            round(covered.get(cid, 0.0), 4), round(score, 6)))
+                            page.graph if page else None, page.file if page else None,
+                            round(covered.get(cid, 0.0), 4)))
             if len(hits) == limit:
                 break
         return hits

@@ -137,6 +137,41 @@ def test_every_wrapper_says_which_version_it_was_checked_against() -> None:
             assert stamp in doc, f"{module.__name__}: {name} does not say '{stamp}'"
 
 
+# Scrapy: the TLS modules' deprecated aliases, loaded without reading source ---------------------
+
+
+def test_cheap_stack_is_inspect_stack_without_source_lines() -> None:
+    def both() -> tuple[list[inspect.FrameInfo], list[inspect.FrameInfo]]:
+        return compat_scrapy._InspectWithoutSource.stack(), inspect.stack()
+
+    cheap, real = both()
+    assert [(f.frame, f.filename, f.lineno, f.function) for f in cheap] == \
+        [(f.frame, f.filename, f.lineno, f.function) for f in real]
+    assert all(f.code_context is None and f.index is None for f in cheap)
+    assert compat_scrapy._InspectWithoutSource().getmodule is inspect.getmodule  # every other name: inspect's
+
+
+def test_scrapy_tls_modules_load_without_inspect_stack() -> None:
+    """Importing the add-on loads contextfactory and tls; their create_deprecated_class calls read no source.
+
+    A fresh interpreter with ``inspect.stack`` counted: an import reordered so
+    that Scrapy's HTTP/1.1 handler loads before :mod:`skillgraph.compat.scrapy`
+    costs every crawl ~0.2 s of start-up again, and fails here.
+    """
+    code = ("import inspect\ncalls = []\nreal = inspect.stack\n"
+            "inspect.stack = lambda context=1: calls.append(1) or real(context)[1:]\n"
+            "import skillgraph.addon, scrapy.utils.deprecate as d\n"
+            "from scrapy.core.downloader import contextfactory, tls\n"
+            "assert d.inspect is inspect, 'scrapy.utils.deprecate.inspect not restored'\n"
+            "print(len(calls), contextfactory.ScrapyClientContextFactory.__module__,\n"
+            "      contextfactory.AcceptableProtocolsContextFactory.__module__,\n"
+            "      tls.ScrapyClientTLSOptions.__module__)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    factory = "scrapy.core.downloader.contextfactory"
+    assert proc.stdout.split() == ["0", factory, factory, "scrapy.core.downloader.tls"]
+
+
 # Scrapy: the engine and the downloader (live, in a real crawl) ----------------------------------
 
 

@@ -37,6 +37,22 @@ def test_start_up_objects_are_frozen_when_the_engine_starts(unfrozen: None) -> N
     assert gc.get_freeze_count() == 0, "back to the collector when the engine stops"
 
 
+def test_young_generation_collected_less_often_while_the_engine_runs(unfrozen: None) -> None:
+    from skillgraph.extensions.gc_freeze import YOUNG_THRESHOLD
+
+    before = gc.get_threshold()
+    crawler = get_crawler(Spider)
+    extension = build_from_crawler(GcFreeze, crawler)
+    crawler.stats.open_spider()
+    try:
+        crawler.signals.send_catch_log(signals.engine_started)
+        assert gc.get_threshold() == (max(before[0], YOUNG_THRESHOLD), *before[1:])
+    finally:
+        crawler.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == before, "Python's thresholds back when the engine stops"
+    assert extension.thresholds is None
+
+
 def test_switched_off(unfrozen: None) -> None:
     with pytest.raises(NotConfigured):
         build_from_crawler(GcFreeze, get_crawler(Spider, {"SKILLGRAPH_GC_FREEZE_ENABLED": False}))

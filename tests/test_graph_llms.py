@@ -146,3 +146,35 @@ def test_descriptions_from_the_page_workers_give_the_same_llms_txt(tmp_path: Pat
     write_graph_llms(folder, "docs", pages, descriptions=descriptions)
     assert (folder / "llms.txt").read_text() == scanned
     assert sum(1 for line in scanned.splitlines() if line.startswith("- [") and "): " in line) >= 5
+
+
+def test_pages_with_title_and_description_are_listed_without_reading_their_file(tmp_path: Path) -> None:
+    """The commit's llms.txt reads a page file only for what it lacks (a title, a description)."""
+    from skillgraph.graph import llms
+
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    pages = [{"url": f"http://docs.test/{n}.html", "file": f"{n}.md"} for n in range(4)]
+    for n in range(4):
+        (folder / f"{n}.md").write_text(f"# Page {n}\n\nThe text of page {n}, long enough to describe.\n")
+    titles = {pages[0]["url"]: "Zero", pages[1]["url"]: "One", pages[2]["url"]: " "}  # 2: blank, 3: none
+    described = {page["url"]: f"described {i}" for i, page in enumerate(pages[:3])}
+    write_graph_llms(folder, "docs", pages, titles=titles, descriptions=described)
+    expected = (folder / "llms.txt").read_text()
+    read: list[str] = []
+    texts = llms.PageTexts(folder, pages, titles, described)
+    real = llms.PageTexts.__getitem__
+
+    def counted(self: llms.PageTexts, index: int) -> tuple[dict[str, object], str]:
+        read.append(self.pages[index]["file"])
+        return real(self, index)  # type: ignore[return-value]
+
+    llms.PageTexts.__getitem__ = counted  # type: ignore[assignment,method-assign]
+    try:
+        urls = [page["url"] for page in pages]
+        lines = "".join(llms.llms_index_lines("docs", texts, urls, None, common_scope(urls)))
+    finally:
+        llms.PageTexts.__getitem__ = real  # type: ignore[method-assign]
+    assert read == ["2.md", "3.md"], "only the pages without a title or a description"
+    assert lines == expected
+    assert "- [Zero](0.md): described 0" in lines and "- [Page 2](2.md): described 2" in lines

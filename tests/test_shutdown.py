@@ -137,3 +137,21 @@ def test_sigint_commits_what_was_fetched_and_the_next_run_finishes_it(slow_docs:
     refetched = [path for _, path, _ in slow_docs.requests[fetched_before:]
                  if path.startswith("/library/") and path.endswith(".html")]
     assert len(refetched) <= len(library_pages()) - len(first_pages) + 5, "the second run fetches what was left"
+
+
+def test_the_crawl_command_leaves_its_heap_to_the_exit(tmp_path: Path) -> None:
+    """After the crawl, scrapy crawl freezes what is left: atexit handlers, logs and output still come out whole."""
+    log = tmp_path / "log.txt"
+    code = ("import atexit, gc, logging, sys\n"
+            "from skillgraph.commands.crawl import leave_heap_to_exit\n"
+            "logging.basicConfig(filename=sys.argv[1])\n"
+            "atexit.register(lambda: print('atexit ran'))\n"
+            "leave_heap_to_exit()\n"
+            "assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()\n"
+            "logging.getLogger('skillgraph.test').warning('written after the freeze')\n"
+            "print('done')\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["done", "atexit", "ran"]
+    assert "written after the freeze" in log.read_text()

@@ -79,6 +79,49 @@ def test_sqlite_writes_are_read_back_at_once_and_written_together(tmp_path: Path
     asyncio.run(scenario())
 
 
+def test_sqlite_point_reads_need_no_thread_round_trip_once_the_database_exists(tmp_path: Path) -> None:
+    """Reads go through a read-only connection on the calling thread; the state thread only when that cannot read."""
+    import sqlite3
+
+    async def scenario() -> None:
+        state = SqliteState(tmp_path / "state.sqlite3")
+        hops: list[str] = []
+        run = state._run
+
+        async def counted(fn, *args):  # type: ignore[no-untyped-def]
+            hops.append(fn.__name__)
+            return await run(fn, *args)
+
+        state._run = counted  # type: ignore[method-assign]
+        assert await state.content_hash(URL) is None  # no database yet: the state thread makes it
+        assert hops == ["_get_row"]
+        await state.set_content_hash(URL, "ab" * 32)
+        await state.set_scraped(URL, "2026-11-29T12:00:00Z")
+        await state.set_validators({URL: ('"v1"', None)})
+        await state.flush()
+        hops.clear()
+        assert await state.content_hash(URL) == "ab" * 32  # flushed: read from the database, on this thread
+        scraped = await state.scraped_at(URL)
+        assert scraped is not None and scraped.isoformat() == "2026-11-29T12:00:00+00:00"
+        assert await state.validators(URL) == ('"v1"', None)
+        assert await state.content_hash(URL + "?other") is None
+        assert await state.validators(URL + "?other") == (None, None)
+        assert hops == [], "no read went to the state thread"
+        assert state._reader is not None
+        state._reader.close()  # a read this thread cannot make goes to the state thread, with the same answer
+        assert await state.content_hash(URL) == "ab" * 32
+        assert hops == ["_get_row"]
+        assert await state.content_hash(URL) == "ab" * 32  # and the next one opens the read-only connection again
+        assert hops == ["_get_row"]
+        with pytest.raises(sqlite3.OperationalError):  # read-only: nothing is written through it
+            sqlite3.connect(f"{(tmp_path / 'state.sqlite3').as_uri()}?mode=ro", uri=True).execute(
+                "DELETE FROM content_hash")
+        await state.close()
+        assert state._reader is None
+
+    asyncio.run(scenario())
+
+
 def test_redis_uses_design_keys_and_survives_an_outage(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
     crawler = get_crawler(Spider, {"REDIS_URL": redis_server.url, "SKILLGRAPH_STATE_PATH": str(tmp_path / "v.db"),
                                    "SKILLGRAPH_REDIS_RETRY_SECONDS": 0.2})

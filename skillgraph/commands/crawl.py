@@ -13,10 +13,14 @@ The signal is noted by wrapping the handlers Scrapy installs once the reactor
 runs (plain ``signal.getsignal``/``signal.signal``), so the Build knows the crawl
 was interrupted; Scrapy's graceful stop then closes the spider with reason
 ``shutdown``, which the graph writer commits as truncated.
+
+Once the crawl is over the process only exits: :func:`leave_heap_to_exit`
+spares it the garbage collector's walks of the whole heap at interpreter exit.
 """
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -93,6 +97,7 @@ class Command(ScrapyCrawlCommand):
         _note_interrupts(build)
         self.crawler_process.start()
         self.exitcode = self.outcome_code(crawler, build)
+        leave_heap_to_exit()
 
     def outcome_code(self, crawler: Crawler, build: Build) -> int:
         refused = redis_refused(crawler)
@@ -110,6 +115,21 @@ class Command(ScrapyCrawlCommand):
             return 1
         _say(build.failure_sentence())
         return 1
+
+
+def leave_heap_to_exit() -> None:
+    """The crawl is over and the command returns to exit: every object left is frozen out of the collector.
+
+    Interpreter exit collects the whole heap twice (before and after clearing
+    the modules): ~150 ms of the crawl process's CPU after the 526-page Python
+    docs crawl, 0.3 ms a page, to free memory the operating system takes back
+    at once. Everything that must outlive the crawl was written and closed at
+    ``engine_stopped`` (graph, stats file, state, disk items); atexit handlers
+    (logging's flush, multiprocessing's) still run, and objects freed by their
+    reference count are finalized as before. Only ``scrapy crawl``: a crawl run
+    in-process (a script, the tests) leaves the collector alone.
+    """
+    gc.freeze()
 
 
 def output_path_problem(settings: Any) -> PathSettingError | None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
@@ -35,7 +34,9 @@ from twisted.internet.error import ConnectError, DNSLookupError
 from twisted.web.client import Agent
 from zope.interface import implementer
 
-from skillgraph.compat.scrapy import ScrapyAgent, scrapy_agent_options, wrap_twisted_exceptions
+# HTTP11DownloadHandler through compat: its first import loads Scrapy's TLS modules without the cost of their
+# inspect.stack() calls (skillgraph.compat.scrapy._InspectWithoutSource).
+from skillgraph.compat.scrapy import HTTP11DownloadHandler, ScrapyAgent, scrapy_agent_options, wrap_twisted_exceptions
 from skillgraph.compat.twisted import PoolKeyAgent
 from skillgraph.handlers.socks_protocol import SocksHandshakeFactory, first_address
 

@@ -513,3 +513,42 @@ def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)
     assert "| `(obsolete)` QByteArray & | append() |" in md
+
+
+def test_kind_memo_of_tag_and_class_keeps_every_rule() -> None:
+    """The memo keyed by tag and class holds the tag's verdict too: a classed footer or script is still chrome."""
+    from skillgraph.extract.classify import ADMONITION, SKIP, kind
+
+    def el(html: str) -> lxml.etree._Element:
+        page = lxml.etree.fromstring(f"<html><body><p>x</p>{html}</body></html>", lxml.etree.HTMLParser())
+        return page.find("body")[1]
+
+    assert kind(el('<footer class="x">a</footer>'), "footer") == SKIP
+    assert kind(el('<script class="x"></script>'), "script") == SKIP
+    assert kind(el("<aside>a</aside>"), "aside") == SKIP
+    assert kind(el('<aside class="note">a</aside>'), "aside") == SKIP
+    assert kind(el('<aside class="admonition">a</aside>'), "aside") == ADMONITION
+    assert kind(el('<div class="admonition">a</div>'), "div") == ADMONITION
+    assert kind(el('<div class="admonition" role="navigation">a</div>'), "div") == SKIP
+    assert kind(el('<div class="admonition" id="x">a</div>'), "div") == ADMONITION
+
+
+def test_list_helpers_fast_paths() -> None:
+    """One-line items and non-list blocks take the short way, with the long way's answers."""
+    from skillgraph.extract.blocks import indent_item, is_list_block
+
+    assert [is_list_block(b) for b in ("- a", "-a", "12. b", "1) c", "x", "", "#", "².")] == \
+        [True, False, True, False, False, False, False, True]
+    assert indent_item("-", ["word"]) == "- word"
+    assert indent_item("10.", ["```a``` b"]) == "10.\n    ```a``` b"
+    assert indent_item("-", ["a\nb"]) == "- a\n  b"
+
+
+def test_linker_caches_unresolvable_hrefs_and_keeps_page_anchors_relative() -> None:
+    from skillgraph.extract.inline import Linker
+
+    linker = Linker("https://d.example/lib/json.html", "https://d.example/lib/json.html#top")
+    assert linker.target("javascript:void(0)") is None and linker.target("javascript:void(0)") is None
+    assert linker.target("json.html#dumps") == "#dumps"
+    assert linker.target("json.html") is None
+    assert linker.target("os.html#a b") == "https://d.example/lib/os.html#a%20b"

@@ -205,7 +205,7 @@ class Renderer:
 
     def code(self, el: etree._Element, out: Out) -> None:
         text = text_of(el)
-        if (not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
+        if ("\n" in text and not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
                 and not "".join(out.inline).strip()):
             out.flush()  # a multi-line <code> standing alone is a code block without its <pre>
             # read as a <pre> is: a <br> inside (Javadoc's signatures) breaks its line too
@@ -220,32 +220,37 @@ class Renderer:
         out.inline.append(span)
 
     def link(self, el: etree._Element, out: Out) -> None:
-        start, nblocks = len(out.inline), len(out.blocks)
+        inline = out.inline
+        start, nblocks = len(inline), len(out.blocks)
         self.walk(el, out)
         href = el.get("href")
         if href is None or len(out.blocks) != nblocks or el.get("role") == "doc-backlink":
             return
-        content = "".join(out.inline[start:])
+        # most links hold one piece (a word, a code span): no slice and join for it
+        content = inline[start] if len(inline) == start + 1 else "".join(inline[start:])
         if href.startswith("#") and (self.in_heading or is_permalink_text(content)):
             if is_permalink_text(content):
-                del out.inline[start:]
+                del inline[start:]
             return
         core = content.strip()
         target = self.linker.target(href)
         if not core or target is None or BR in core:
             return
-        lead = content[: len(content) - len(content.lstrip())]
-        trail = content[len(content.rstrip()) :]
-        del out.inline[start:]
-        out.inline.append(f"{lead}[{core}]({target}){trail}")
+        if len(core) == len(content):
+            linked = f"[{core}]({target})"
+        else:
+            lead = content[: len(content) - len(content.lstrip())]
+            trail = content[len(content.rstrip()) :]
+            linked = f"{lead}[{core}]({target}){trail}"
+        inline[start:] = [linked]
 
     def emphasis(self, el: etree._Element, out: Out, mark: str = "*") -> None:
-        start, nblocks = len(out.inline), len(out.blocks)
+        inline = out.inline
+        start, nblocks = len(inline), len(out.blocks)
         self.walk(el, out)
-        if len(out.blocks) == nblocks and len(out.inline) > start:
-            content = wrap("".join(out.inline[start:]), mark)
-            del out.inline[start:]
-            out.inline.append(content)
+        end = len(inline)
+        if len(out.blocks) == nblocks and end > start:
+            inline[start:] = [wrap(inline[start] if end == start + 1 else "".join(inline[start:]), mark)]
 
     def strong(self, el: etree._Element, out: Out) -> None:
         self.emphasis(el, out, "**")

@@ -552,3 +552,12 @@ def test_linker_caches_unresolvable_hrefs_and_keeps_page_anchors_relative() -> N
     assert linker.target("json.html#dumps") == "#dumps"
     assert linker.target("json.html") is None
     assert linker.target("os.html#a b") == "https://d.example/lib/os.html#a%20b"
+
+
+def test_table_cell_block_test_short_cuts_prose() -> None:
+    """A cell's block starting with a letter is prose; fences, quotes, tables, headings, math and lists are blocks."""
+    from skillgraph.extract.tables import _is_block
+
+    assert [_is_block(b) for b in ("word", "```a``` b", "```\nx\n```", "`x`", "> q", "| a |", "# h", "$$\nx\n$$",
+                                   "- i", "1. i", "", "«x»")] == \
+        [False, False, True, False, True, True, True, True, True, True, False, False]

@@ -12,6 +12,7 @@ boilerplate is skipped as it is met (see :mod:`classify`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import methodcaller
 
 from lxml import etree
 
@@ -29,6 +30,8 @@ from skillgraph.extract.inline import (
 )
 
 Handler = Callable[["Renderer", etree._Element, Out], None]
+#: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
+_opens_fence = methodcaller("startswith", "```")
 
 
 class Renderer:
@@ -164,7 +167,7 @@ class Renderer:
                 items.append((marker, blocks))
         if not items:
             return
-        fenced = [m for m, blocks in items if any(b.startswith("```") for b in blocks)]
+        fenced = [m for m, blocks in items if any(map(_opens_fence, blocks))]
         if fenced and (self.list_depth or max(map(len, fenced)) > 2):
             out.blocks.extend(hoist_fences(items, nested=bool(self.list_depth)))
         else:

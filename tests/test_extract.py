@@ -561,3 +561,14 @@ def test_table_cell_block_test_short_cuts_prose() -> None:
     assert [_is_block(b) for b in ("word", "```a``` b", "```\nx\n```", "`x`", "> q", "| a |", "# h", "$$\nx\n$$",
                                    "- i", "1. i", "", "«x»")] == \
         [False, False, True, False, True, True, True, True, True, True, False, False]
+
+
+def test_title_class_probe_reads_class_attributes_in_document_order() -> None:
+    """The attribute-axis XPath finds what ``//*[contains(@class, 'title')]`` finds, in the same order."""
+    from skillgraph.extract.title import _title_class
+
+    page = lxml.etree.fromstring('<html class="subtitle"><body><div class="x"><h2 class="title">A</h2></div>'
+                                 '<p class="titles">B</p><span class="untitled y">C</span><p>title</p></body></html>',
+                                 lxml.etree.HTMLParser())
+    assert [el.tag for el in _title_class(page)] == [el.tag for el in page.xpath("//*[contains(@class, 'title')]")] \
+        == ["html", "h2", "p", "span"]

@@ -572,3 +572,15 @@ def test_title_class_probe_reads_class_attributes_in_document_order() -> None:
                                  lxml.etree.HTMLParser())
     assert [el.tag for el in _title_class(page)] == [el.tag for el in page.xpath("//*[contains(@class, 'title')]")] \
         == ["html", "h2", "p", "span"]
+
+
+def test_code_walk_reads_childless_tokens_inline() -> None:
+    """A listing with line elements (Sphinx viewcode's div blocks): tokens, nested spans, gutters and line breaks."""
+    from skillgraph.extract.code import code_text
+
+    pre = lxml.etree.fromstring('<pre><span></span><span class="kn">import</span> <span class="nn">os</span>\n'
+                                '<div class="viewcode-block"><span class="k">def</span> '
+                                '<span class="nf"><b>f</b></span><span class="linenos">12</span>():<br/>'
+                                '    <span class="k">pass</span></div>\n'
+                                '<button>copy</button>x = 1</pre>', lxml.etree.HTMLParser()).find(".//pre")
+    assert code_text(pre) == "import os\ndef f():\n    pass\nx = 1"

@@ -536,3 +536,74 @@ def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)
     assert "| `(obsolete)` QByteArray & | append() |" in md
+
+
+def test_kind_memo_of_tag_and_class_keeps_every_rule() -> None:
+    """The memo keyed by tag and class holds the tag's verdict too: a classed footer or script is still chrome."""
+    from skillgraph.extract.classify import ADMONITION, SKIP, kind
+
+    def el(html: str) -> lxml.etree._Element:
+        page = lxml.etree.fromstring(f"<html><body><p>x</p>{html}</body></html>", lxml.etree.HTMLParser())
+        return page.find("body")[1]
+
+    assert kind(el('<footer class="x">a</footer>'), "footer") == SKIP
+    assert kind(el('<script class="x"></script>'), "script") == SKIP
+    assert kind(el("<aside>a</aside>"), "aside") == SKIP
+    assert kind(el('<aside class="note">a</aside>'), "aside") == SKIP
+    assert kind(el('<aside class="admonition">a</aside>'), "aside") == ADMONITION
+    assert kind(el('<div class="admonition">a</div>'), "div") == ADMONITION
+    assert kind(el('<div class="admonition" role="navigation">a</div>'), "div") == SKIP
+    assert kind(el('<div class="admonition" id="x">a</div>'), "div") == ADMONITION
+
+
+def test_list_helpers_fast_paths() -> None:
+    """One-line items and non-list blocks take the short way, with the long way's answers."""
+    from skillgraph.extract.blocks import indent_item, is_list_block
+
+    assert [is_list_block(b) for b in ("- a", "-a", "12. b", "1) c", "x", "", "#", "².")] == \
+        [True, False, True, False, False, False, False, True]
+    assert indent_item("-", ["word"]) == "- word"
+    assert indent_item("10.", ["```a``` b"]) == "10.\n    ```a``` b"
+    assert indent_item("-", ["a\nb"]) == "- a\n  b"
+
+
+def test_linker_caches_unresolvable_hrefs_and_keeps_page_anchors_relative() -> None:
+    from skillgraph.extract.inline import Linker
+
+    linker = Linker("https://d.example/lib/json.html", "https://d.example/lib/json.html#top")
+    assert linker.target("javascript:void(0)") is None and linker.target("javascript:void(0)") is None
+    assert linker.target("json.html#dumps") == "#dumps"
+    assert linker.target("json.html") is None
+    assert linker.target("os.html#a b") == "https://d.example/lib/os.html#a%20b"
+
+
+def test_table_cell_block_test_short_cuts_prose() -> None:
+    """A cell's block starting with a letter is prose; fences, quotes, tables, headings, math and lists are blocks."""
+    from skillgraph.extract.tables import _is_block
+
+    assert [_is_block(b) for b in ("word", "```a``` b", "```\nx\n```", "`x`", "> q", "| a |", "# h", "$$\nx\n$$",
+                                   "- i", "1. i", "", "«x»")] == \
+        [False, False, True, False, True, True, True, True, True, True, False, False]
+
+
+def test_title_class_probe_reads_class_attributes_in_document_order() -> None:
+    """The attribute-axis XPath finds what ``//*[contains(@class, 'title')]`` finds, in the same order."""
+    from skillgraph.extract.title import _title_class
+
+    page = lxml.etree.fromstring('<html class="subtitle"><body><div class="x"><h2 class="title">A</h2></div>'
+                                 '<p class="titles">B</p><span class="untitled y">C</span><p>title</p></body></html>',
+                                 lxml.etree.HTMLParser())
+    assert [el.tag for el in _title_class(page)] == [el.tag for el in page.xpath("//*[contains(@class, 'title')]")] \
+        == ["html", "h2", "p", "span"]
+
+
+def test_code_walk_reads_childless_tokens_inline() -> None:
+    """A listing with line elements (Sphinx viewcode's div blocks): tokens, nested spans, gutters and line breaks."""
+    from skillgraph.extract.code import code_text
+
+    pre = lxml.etree.fromstring('<pre><span></span><span class="kn">import</span> <span class="nn">os</span>\n'
+                                '<div class="viewcode-block"><span class="k">def</span> '
+                                '<span class="nf"><b>f</b></span><span class="linenos">12</span>():<br/>'
+                                '    <span class="k">pass</span></div>\n'
+                                '<button>copy</button>x = 1</pre>', lxml.etree.HTMLParser()).find(".//pre")
+    assert code_text(pre) == "import os\ndef f():\n    pass\nx = 1"

@@ -86,8 +86,11 @@ class Walker(Protocol):
 
 def is_list_block(block: str) -> bool:
     """True when ``block`` is a list this renderer produced."""
-    if block.startswith("- "):
-        return True
+    first = block[:1]
+    if first == "-":
+        return block[1:2] == " "
+    if not first.isdigit():  # most blocks: prose, a heading, a fence; one character looked at
+        return False
     head = block[:11].split(" ", 1)[0]
     return len(head) > 1 and head[-1] == "." and head[:-1].isdigit()
 
@@ -104,6 +107,8 @@ def join_blocks(blocks: list[str]) -> str:
 
 def indent_item(marker: str, blocks: list[str]) -> str:
     """A list item: marker on the first line, continuation lines indented under it."""
+    if len(blocks) == 1 and "\n" not in blocks[0] and not blocks[0].startswith("```"):
+        return f"{marker} {blocks[0]}"  # the common item: one line
     pad = " " * (len(marker) + 1)
     lines = join_blocks(blocks).split("\n")
     if lines[0].startswith("```"):

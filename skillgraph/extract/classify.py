@@ -160,28 +160,26 @@ def kind(el: etree._Element, tag: str) -> int:
     """Flags for ``el``: SKIP for boilerplate, else the bits saying how to render it.
 
     Hot path (called for every element walked): an element without attributes
-    costs one dict lookup, one with only a class a memoised lookup more.
+    costs one dict lookup, one with only a class a memoised lookup more (the memo
+    holds the verdict of the tag and the class together, so nothing else is asked).
     """
     names = el.keys()
     if not names:
         return _BARE.get(tag, 0)
-    if tag in SKIP_TAGS:
-        return SKIP
     cls = el.get("class")
-    flags = 0
     if cls is not None:
         key = (tag, cls)
         flags = _cache.get(key, -1)
         if flags < 0:
             if len(_cache) > CACHE_LIMIT:  # a long multi-site crawl: keep memory bounded
                 _cache.clear()
-            flags = _cache[key] = _classify(tag, cls)
-        if flags & SKIP:
-            return SKIP
-    elif tag == "aside":
+            flags = _cache[key] = _tag_and_class(tag, cls)
+        if flags & SKIP or len(names) == 1:
+            return flags
+    elif tag in _BARE:  # the skipped tags, <aside> and <footer>: skipped whatever their attributes
         return SKIP
-    if tag == "footer":
-        return SKIP
+    else:
+        flags = 0
     if _ATTR_NAMES.isdisjoint(names):
         return flags
     for name in names:
@@ -190,6 +188,13 @@ def kind(el: etree._Element, tag: str) -> int:
             if flags & SKIP:
                 return SKIP
     return flags
+
+
+def _tag_and_class(tag: str, cls: str) -> int:
+    """:func:`kind` of an element with a class and no other attribute that says anything."""
+    if tag in SKIP_TAGS or tag == "footer":
+        return SKIP
+    return _classify(tag, cls)
 
 
 def _by_attribute(el: etree._Element, name: str) -> int:

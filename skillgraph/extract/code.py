@@ -51,19 +51,23 @@ def _needs_walk(pre: etree._Element) -> bool:
 _LINE_TAGS = frozenset(["div", "p"])
 
 
-def _chrome(el: etree._Element) -> bool:
-    if el.tag == "button":
+def _chrome(el: etree._Element, tag: str) -> bool:
+    if tag == "button":
         return True
     cls = el.get("class")
     return bool(cls) and ("lineno" in cls or "gutter" in cls or "copy" in cls)
 
 
 def _walk(el: etree._Element, parts: list[str]) -> None:
-    if el.text:
-        parts.append(el.text)
+    """Text of ``el``'s lines.  A token without child elements (most of a highlighter's spans)
+    is read here, not by a call of its own: a source listing of Sphinx's viewcode holds thousands."""
+    text = el.text
+    if text:
+        parts.append(text)
     for child in el:
         tag = child.tag
-        if isinstance(tag, str) and not _chrome(child):
+        tail = child.tail
+        if isinstance(tag, str) and not _chrome(child, tag):
             if tag == "br":
                 parts.append("\n")
             elif tag in _LINE_TAGS:
@@ -72,12 +76,16 @@ def _walk(el: etree._Element, parts: list[str]) -> None:
                 _walk(child, parts)
                 if parts and not parts[-1].endswith("\n"):
                     parts.append("\n")
-                if child.tail and child.tail.isspace():
+                if tail and tail.isspace():
                     continue  # markup indentation between line elements (Doxygen div.line)
-            else:
+            elif len(child):
                 _walk(child, parts)
-        if child.tail:
-            parts.append(child.tail)
+            else:
+                text = child.text
+                if text:
+                    parts.append(text)
+        if tail:
+            parts.append(tail)
 
 
 def code_text(pre: etree._Element, known: str | None = None) -> str:

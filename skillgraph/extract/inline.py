@@ -185,21 +185,20 @@ class Linker:
     Results are cached per href: docs pages repeat the same targets many times.
     """
 
-    __slots__ = ("_cache", "base", "page")
+    __slots__ = ("_anchors", "_cache", "base", "page")
 
     def __init__(self, base: str | None, page: str | None) -> None:
         self.base = base
         self.page = page.split("#", 1)[0] if page else None
+        self._anchors = self.page + "#" if self.page else None  #: the page's own URL before a fragment
         self._cache: dict[str, str | None] = {}
 
     def target(self, href: str) -> str | None:
         """Markdown link destination for ``href``, or None when it is no link."""
-        try:
-            return self._cache[href]
-        except KeyError:
-            pass
-        result = self._resolve(href.strip())
-        self._cache[href] = result
+        cache = self._cache
+        if href in cache:  # not try/except KeyError: most hrefs of a page are new, and a raise costs ~2 µs
+            return cache[href]
+        result = cache[href] = self._resolve(href.strip())
         return result
 
     def _resolve(self, href: str) -> str | None:
@@ -212,8 +211,8 @@ class Linker:
                 href = join(self.base, href)
             except ValueError:
                 return None
-        if self.page and href.startswith(self.page + "#"):
-            href = href[len(self.page) :]
+        if self._anchors and href.startswith(self._anchors):
+            href = href[len(self._anchors) - 1 :]
         elif self.page and href == self.page and urlsplit(href).fragment == "":
             return None
         return _encode(href)

@@ -12,6 +12,7 @@ boilerplate is skipped as it is met (see :mod:`classify`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import methodcaller
 
 from lxml import etree
 
@@ -29,6 +30,8 @@ from skillgraph.extract.inline import (
 )
 
 Handler = Callable[["Renderer", etree._Element, Out], None]
+#: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
+_opens_fence = methodcaller("startswith", "```")
 
 
 class Renderer:
@@ -167,7 +170,7 @@ class Renderer:
                 items.append((marker, blocks))
         if not items:
             return
-        fenced = [m for m, blocks in items if any(b.startswith("```") for b in blocks)]
+        fenced = [m for m, blocks in items if any(map(_opens_fence, blocks))]
         if fenced and (self.list_depth or max(map(len, fenced)) > 2):
             out.blocks.extend(hoist_fences(items, nested=bool(self.list_depth)))
         else:
@@ -208,7 +211,7 @@ class Renderer:
 
     def code(self, el: etree._Element, out: Out) -> None:
         text = text_of(el)
-        if (not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
+        if ("\n" in text and not self.in_cell and "\n" in text.strip() and not (el.tail or "").strip()
                 and not "".join(out.inline).strip()):
             out.flush()  # a multi-line <code> standing alone is a code block without its <pre>
             # read as a <pre> is: a <br> inside (Javadoc's signatures) breaks its line too
@@ -223,24 +226,29 @@ class Renderer:
         out.inline.append(span)
 
     def link(self, el: etree._Element, out: Out) -> None:
-        start, nblocks = len(out.inline), len(out.blocks)
+        inline = out.inline
+        start, nblocks = len(inline), len(out.blocks)
         self.walk(el, out)
         href = el.get("href")
         if href is None or len(out.blocks) != nblocks or el.get("role") == "doc-backlink":
             return
-        content = "".join(out.inline[start:])
+        # most links hold one piece (a word, a code span): no slice and join for it
+        content = inline[start] if len(inline) == start + 1 else "".join(inline[start:])
         if href.startswith("#") and (self.in_heading or is_permalink_text(content)):
             if is_permalink_text(content):
-                del out.inline[start:]
+                del inline[start:]
             return
         core = content.strip()
         target = self.linker.target(href)
         if not core or target is None or BR in core:
             return
-        lead = content[: len(content) - len(content.lstrip())]
-        trail = content[len(content.rstrip()) :]
-        del out.inline[start:]
-        out.inline.append(f"{lead}[{core}]({target}){trail}")
+        if len(core) == len(content):
+            linked = f"[{core}]({target})"
+        else:
+            lead = content[: len(content) - len(content.lstrip())]
+            trail = content[len(content.rstrip()) :]
+            linked = f"{lead}[{core}]({target}){trail}"
+        inline[start:] = [linked]
 
     def emphasis(self, el: etree._Element, out: Out, mark: str = "*") -> None:
         """``mark`` around the element's inline content; not again inside the same mark.
@@ -250,7 +258,8 @@ class Renderer:
         Once a block has been written since the outer mark opened, the outer one is not written (an
         emphasis holds inline content only), so the inner one is.
         """
-        start, nblocks = len(out.inline), len(out.blocks)
+        inline = out.inline
+        start, nblocks = len(inline), len(out.blocks)
         outer = self.open_marks.get(mark)
         if outer is not None and outer[0] is out and outer[1] == nblocks:
             self.walk(el, out)
@@ -263,10 +272,9 @@ class Renderer:
                 del self.open_marks[mark]
             else:
                 self.open_marks[mark] = outer
-        if len(out.blocks) == nblocks and len(out.inline) > start:
-            content = wrap("".join(out.inline[start:]), mark)
-            del out.inline[start:]
-            out.inline.append(content)
+        end = len(inline)
+        if len(out.blocks) == nblocks and end > start:
+            inline[start:] = [wrap(inline[start] if end == start + 1 else "".join(inline[start:]), mark)]
 
     def strong(self, el: etree._Element, out: Out) -> None:
         self.emphasis(el, out, "**")

@@ -137,8 +137,11 @@ def _span(cell: etree._Element, attr: str) -> int:
 
 
 def _is_block(block: str) -> bool:
-    if block.startswith("```"):  # a fence spans lines; ```a `` b``` alone on its line is a code span
-        return "\n" in block
+    first = block[:1]
+    if first == "`":  # a fence spans lines; ```a `` b``` alone on its line is a code span
+        return block.startswith("```") and "\n" in block
+    if first.isalpha():  # most cells' text: no block starts with a letter
+        return False
     return block.startswith(("> ", "|", "#", "$$")) or is_list_block(block)
 
 
@@ -173,7 +176,8 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
         # still in the leading run of header rows
         is_head = head_rows == len(grid) and (in_head or (bool(cells) and all(c.tag == "th" for c in cells)))
         for cell in cells:
-            _carry(row, spans)
+            if spans:
+                _carry(row, spans)
             r.in_cell += 1
             try:
                 blocks = r.blocks(cell)
@@ -181,7 +185,7 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
                 r.in_cell -= 1
             rowspan = _span(cell, "rowspan")
             nested = not complex_ and len(cell) > 0 and next(cell.iter("table"), None) is not None
-            if any(_is_block(b) for b in blocks):
+            if any(map(_is_block, blocks)):
                 flattened += 1
                 if _flatten(blocks) is None:
                     complex_ = True
@@ -195,7 +199,8 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
                 row.append(blocks)
                 if not is_head:  # a group header labels every column it spans
                     blocks = []
-        _carry(row, spans)
+        if spans:
+            _carry(row, spans)
         if row:
             grid.append(row)
             head_rows += is_head
@@ -262,7 +267,7 @@ def _flatten(blocks: list[str]) -> list[str] | None:
 
 
 def _cell_text(blocks: list[str]) -> str:
-    if any(_is_block(b) for b in blocks):
+    if any(map(_is_block, blocks)):
         blocks = _flatten(blocks) or blocks
     text = " ".join(blocks).replace("\\\n", " ").replace("\n", " ")
     return text.replace("|", "\\|") if "|" in text else text

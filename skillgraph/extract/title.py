@@ -9,7 +9,7 @@ from lxml import etree
 
 from skillgraph.extract.inline import escape, plain_text, squash
 
-_first_heading = etree.XPath("//*[@id='firstHeading']")
+_first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='firstHeading']``, read as _title_class is
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
 
 
@@ -24,7 +24,11 @@ def _clean_title(text: str) -> str:
     return text
 
 
-_title_class = etree.XPath("//*[contains(@class, 'title')]")  # substring in C, the class token in Python
+#: Elements whose class holds ``title`` (substring in C, the class token in Python), found from their
+#: ``class`` attributes: libxml2 walks the attribute nodes and takes each one's parent ~4x faster than
+#: it tests a predicate on every element (``//*[contains(@class, 'title')]``: the same elements, in
+#: the same document order, since an element has one ``class`` at most).
+_title_class = etree.XPath("//@class[contains(., 'title')]/..")
 #: Not ``find(".//h1")``: lxml's iterator looks ahead for the next match, which for the one
 #: ``<h1>`` of a page walks the rest of the page (~0.25 ms on a Python docs page); XPath stops.
 _first_h1 = etree.XPath("descendant::h1[1]")

@@ -172,6 +172,15 @@ def test_scrapy_tls_modules_load_without_inspect_stack() -> None:
     assert proc.stdout.split() == ["0", factory, factory, "scrapy.core.downloader.tls"]
 
 
+def test_a_scrapy_whose_deprecate_module_has_no_inspect_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy.utils.deprecate as deprecate
+
+    monkeypatch.delattr(deprecate, "inspect")
+    with compat_scrapy._cheap_deprecation_stacks():
+        assert not hasattr(deprecate, "inspect")
+    assert not hasattr(deprecate, "inspect")
+
+
 # Scrapy: the engine and the downloader (live, in a real crawl) ----------------------------------
 
 

@@ -46,7 +46,10 @@ class _InspectWithoutSource:
 @contextmanager
 def _cheap_deprecation_stacks() -> Iterator[None]:
     """``scrapy.utils.deprecate`` sees :class:`_InspectWithoutSource` for the duration (only that module)."""
-    real = _deprecate.inspect
+    real = getattr(_deprecate, "inspect", None)
+    if real is not inspect:  # another Scrapy's module: left as it is (only the start-up cost is at stake)
+        yield
+        return
     _deprecate.inspect = _InspectWithoutSource()  # type: ignore[assignment]
     try:
         yield

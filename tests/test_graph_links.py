@@ -139,22 +139,13 @@ def test_a_file_that_changed_since_its_offsets_were_noted_is_scanned(tmp_path: P
 
 def test_link_offsets_fast_paths_find_what_the_two_passes_find() -> None:
     """No fence (no scan), no backtick (no code span), links beside code spans, a backtick in a destination."""
-    from skillgraph.graph.links import _decode, _prose_links_two_passes, link_offsets
-    from skillgraph.markdown import IN_FENCE, scan
+    from skillgraph.graph.links import _decode, _prose_links_two_passes, link_offsets, prose_runs
+    from skillgraph.markdown import scan
 
     def two_passes(markdown: str) -> list[int]:
         found: list[int] = []
-        position, prose = 0, None
-        for line in scan(markdown):
-            if line.kind in IN_FENCE:
-                if prose is not None:
-                    _prose_links_two_passes(markdown, prose, position, found)
-                    prose = None
-            elif prose is None:
-                prose = position
-            position += len(line.text)
-        if prose is not None:
-            _prose_links_two_passes(markdown, prose, position, found)
+        for start, end in prose_runs(scan(markdown)):
+            _prose_links_two_passes(markdown, start, end, found)
         return found
 
     samples = ["no link at all", "[a](x) and [b](y)\n", "[`json.dumps()`](j.html#d) `[c](z)` [d](w)\r\n`x`[e](v)",

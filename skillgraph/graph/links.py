@@ -24,7 +24,7 @@ page, a fleet's assembly, a markdown twin) is scanned at commit.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from urllib.parse import urljoin
@@ -65,24 +65,13 @@ def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[s
     Returns the new text and how many links were rewritten.
     """
     out: list[str] = []
-    prose: list[str] = []
-    total = 0
-
-    def flush() -> None:
-        nonlocal total
-        if prose:
-            text, n = _rewrite_prose("".join(prose), target)
-            out.append(text)
-            total += n
-            prose.clear()
-
-    for line in scan(markdown):  # fenced code, also in quotes and list items, is copied as it is
-        if line.kind in IN_FENCE:
-            flush()
-            out.append(line.text)
-        else:
-            prose.append(line.text)
-    flush()
+    total = last = 0
+    for start, end in prose_runs(scan(markdown)):  # fenced code, also in quotes and list items, is copied as it is
+        text, n = _rewrite_prose(markdown[start:end], target)
+        out += (markdown[last:start], text)
+        total += n
+        last = end
+    out.append(markdown[last:])
     return "".join(out), total
 
 
@@ -100,19 +89,25 @@ def link_offsets(markdown: str, lines: Iterable[Line] | None = None) -> bytes:
     if "```" not in markdown and "~~~" not in markdown:  # no fence can open: no scan needed
         _prose_links(markdown, 0, len(markdown), found)
         return _encode(found)
+    for start, end in prose_runs(scan(markdown) if lines is None else lines):
+        _prose_links(markdown, start, end, found)
+    return _encode(found)
+
+
+def prose_runs(lines: Iterable[Line]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` offsets of each run of lines outside fenced code, in the text ``lines`` scan."""
     position = 0
     prose: int | None = None  # where the current run of prose lines starts
-    for line in scan(markdown) if lines is None else lines:
+    for line in lines:
         if line.kind in IN_FENCE:
             if prose is not None:
-                _prose_links(markdown, prose, position, found)
+                yield prose, position
                 prose = None
         elif prose is None:
             prose = position
         position += len(line.text)
     if prose is not None:
-        _prose_links(markdown, prose, position, found)
-    return _encode(found)
+        yield prose, position
 
 
 #: A destination (or what could start one) with a backtick in it: the two passes of :func:`_rewrite_prose` are needed.

@@ -52,6 +52,8 @@ _ITEM = re.compile(r" {0,3}(?:[-+*]|([0-9]{1,9})[.)])(?= |$)")
 _PLAIN_SKIP = frozenset(" \t#>`~-+*_=0123456789")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _NOT_LINE_ENDS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines ends lines there
+#: A code span of one line of markdown (its text is code: ``xmlChar**mem`` holds no bold, ``[a](b)`` no link).
+CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _new = tuple.__new__  # builds a Line without the keyword-default wrapper: the fast path's lines
 
 

@@ -9,8 +9,6 @@ signature followed by its description.
 
 from __future__ import annotations
 
-import re
-
 from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, is_list_block, quote_lines
@@ -29,7 +27,7 @@ from skillgraph.extract.classify import (
 )
 from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
-from skillgraph.markdown import fenced_blocks
+from skillgraph.markdown import CODE_SPAN, fenced_blocks
 
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
@@ -191,10 +189,6 @@ def signature(dt: etree._Element, out: Out) -> None:
         out.blocks.append(f"**{code_span(text)}**")
 
 
-#: A code span of rendered markdown (its ``**`` is C, not bold: ``xmlChar**mem``).
-_CODE_SPANS = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-
-
 def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
     """Terms as bold lines (signatures as code), definitions as the blocks after them."""
     out.flush()
@@ -213,7 +207,7 @@ def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
                 term = r.one_line(child)
                 if term:  # a term with bold of its own (Texinfo's <dt><b>, a definition's <strong>name) is not
                     # wrapped again: ``**Function: *int* **mpfr_set** (…)**`` closes the outer bold at the name
-                    out.blocks.append(term if "**" in _CODE_SPANS.sub("c", term) else f"**{term}**")
+                    out.blocks.append(term if "**" in CODE_SPAN.sub("c", term) else f"**{term}**")
         elif tag == "div" and not flags:
             deflist(r, child, out, api)
         else:

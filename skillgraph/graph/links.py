@@ -31,10 +31,9 @@ from urllib.parse import urljoin
 
 from skillgraph.files import write_atomic
 from skillgraph.items import sha256_text
-from skillgraph.markdown import IN_FENCE, Line, scan
+from skillgraph.markdown import CODE_SPAN, IN_FENCE, Line, scan
 from skillgraph.urls import page_key
 
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -51,7 +50,7 @@ def _rewrite_prose(text: str, target: Callable[[str], str | None]) -> tuple[str,
         return f"]({new})"
 
     parts, last = [], 0
-    for span in _CODE_SPAN.finditer(text):
+    for span in CODE_SPAN.finditer(text):
         parts.append(_LINK_DEST.sub(link, text[last : span.start()]))
         parts.append(span.group(0))
         last = span.end()
@@ -140,7 +139,7 @@ def _prose_links(text: str, start: int, end: int, found: list[int]) -> None:
             line_start = max(start, text.rfind("\n", start, dest) + 1)
             newline = text.find("\n", dest, end)
             line_end = end if newline < 0 else newline + 1
-            spans = [m.span() for m in _CODE_SPAN.finditer(text, line_start, line_end)] \
+            spans = [m.span() for m in CODE_SPAN.finditer(text, line_start, line_end)] \
                 if text.find("`", line_start, line_end) >= 0 else []
         if not spans or not any(s <= dest < e for s, e in spans):
             found.append(dest)
@@ -150,7 +149,7 @@ def _prose_links_two_passes(text: str, start: int, end: int, found: list[int]) -
     """:func:`_prose_links` as :func:`_rewrite_prose` reads prose: code spans first, then links between them."""
     segment = text[start:end]
     last = 0
-    for span in _CODE_SPAN.finditer(segment):
+    for span in CODE_SPAN.finditer(segment):
         found.extend(start + m.start(1) for m in _LINK_DEST.finditer(segment, last, span.start()))
         last = span.end()
     found.extend(start + m.start(1) for m in _LINK_DEST.finditer(segment, last))

@@ -119,6 +119,14 @@ def test_helpers() -> None:
     assert describe("# json\n\n**Source code:** [Lib/json/__init__.py](https://x/y)\n\n---\n\n"
                     "JSON is a lightweight data interchange format.\n") == \
         "JSON is a lightweight data interchange format."
+    # a paragraph set line by line with hard breaks (DocBook's literal layout: Valgrind's AUTHORS page) is read
+    # as one text, not cut at its first line's backslash; an escaped backslash at a line's end is no break
+    authors = ("# 1\\. AUTHORS\n\nJulian Seward was the original founder, designer and author of\\\n"
+               "Valgrind, created the dynamic translation frameworks.\\\nNicholas Nethercote did the rest.\\\n")
+    assert describe(authors) == ("Julian Seward was the original founder, designer and author of Valgrind, "
+                                 "created the dynamic translation frameworks. Nicholas Nethercote did the rest.")
+    assert describe("# T\n\nA path that ends in a backslash: C:\\\\\nand a second line.\n") == \
+        "A path that ends in a backslash: C:\\\\"
 
 
 def test_descriptions_from_the_page_workers_give_the_same_llms_txt(tmp_path: Path) -> None:

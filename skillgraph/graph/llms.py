@@ -199,18 +199,42 @@ def describe(markdown: str, title: str = "", lines: Iterable[Line] | None = None
 
     ``lines`` is ``markdown``'s :func:`~skillgraph.markdown.scan` when done already.
     """
-    for scanned in scan(markdown) if lines is None else lines:
+    read = iter(scan(markdown) if lines is None else lines)
+    for scanned in read:
         line = scanned.text.strip()
         if scanned.kind in IN_FENCE or scanned.kind == HEADING or not line \
                 or line.startswith(("#", "|", ">", "---", "<", "!", "[", "- ", "* ", "+ ", "=")):
             continue
         if re.match(r"^\d+[.)]\s", line) or _FIELD.match(line):
             continue
+        if _hard_break(line):  # a paragraph set line by line (a text file's, a poem's): its lines, not a "\"
+            line = _broken_paragraph(line, scanned.kind, read)
         text = _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", line)).strip()
         if len(text) < 20 or text == title:
             continue
         return _shorten(text)
     return ""
+
+
+def _hard_break(line: str) -> bool:
+    """Does ``line`` end with a hard line break (a backslash that no other escapes)?"""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _broken_paragraph(first: str, kind: str, rest: Iterator[Line]) -> str:
+    """``first`` and the lines after it in its paragraph, joined with spaces, up to a description's length."""
+    parts = [first[:-1].rstrip()]
+    size = len(parts[0])
+    for scanned in rest:
+        line = scanned.text.strip()
+        if scanned.kind != kind or not line:
+            break
+        broken = _hard_break(line)
+        parts.append(line[:-1].rstrip() if broken else line)
+        size += len(parts[-1]) + 1
+        if not broken or size > DESCRIPTION_CHARS:
+            break
+    return " ".join(parts)
 
 
 def _shorten(text: str) -> str:

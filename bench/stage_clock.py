@@ -11,16 +11,17 @@ In the crawl process (the reactor thread):
 * every downloader middleware method, spider middleware method and item
   pipeline method, by class (Scrapy's own included);
 * the spider's page callbacks, the tier ladder, the page pool's crawl side
-  (building the job, handing it to the pool, waiting for its turn), following
-  links, the scheduler's queues, the graph's commit (``spider_closed``);
+  (building the job, handing it to the pool, waiting for its turn), the pool's
+  transfer on the reactor (pickling and writing jobs, reading and unpickling
+  results: :class:`skillgraph.page.workers.WorkerPipes`), following links, the
+  scheduler's queues, the graph's commit (``spider_closed``);
 * "start-up": the thread's CPU before the engine starts.
 
 The rest of the reactor thread's CPU (Scrapy's engine, Twisted's HTTP client,
 asyncio, signals nobody here wraps) is the "engine" row: measured as the
 thread's total less the stages. The crawl process's other threads are read
-from ``/proc/self/task`` by name: the pool's feeder thread (pickling jobs,
-crawl -> worker), its manager thread (unpickling results, worker -> crawl), the
-asyncio threads (page files and disk items written off the reactor).
+from ``/proc/self/task`` by name: the disk writer's, the crawl state's and
+asyncio's (page files and disk items written off the reactor).
 
 In the page workers, :func:`timed_evaluate` stands in for
 :func:`skillgraph.page.work.evaluate` and times its steps: decoding, parsing,
@@ -219,6 +220,7 @@ class StageClock:
         import skillgraph.page.work as work
         from skillgraph.graph.folder import GraphFolder
         from skillgraph.page.callbacks import PageCallbacks
+        from skillgraph.page.workers import WorkerPipes
         from skillgraph.tiers.ladder import TierLadder
 
         clock = self.clock
@@ -241,6 +243,13 @@ class StageClock:
             return result
 
         pagework.PagePool._run = collect  # type: ignore[method-assign]
+        # the pool's transfer, on the reactor thread: pickling and writing jobs, reading and unpickling results
+        WorkerPipes.run = timed(clock, "pool transfer, crawl -> worker (pickling, writing jobs)",  # type: ignore[method-assign]
+                                WorkerPipes.run)
+        WorkerPipes._writable = timed(clock, "pool transfer, crawl -> worker (pickling, writing jobs)",  # type: ignore[method-assign]
+                                      WorkerPipes._writable)
+        WorkerPipes._readable = timed(clock, "pool transfer, worker -> crawl (reading, unpickling results)",  # type: ignore[method-assign]
+                                      WorkerPipes._readable)
         pagework.PagePool.evaluate = timed(clock, "page pool (crawl side)", pagework.PagePool.evaluate)  # type: ignore[method-assign]
         TierLadder.handle = timed(clock, "tier ladder", TierLadder.handle)  # type: ignore[method-assign]
         PageCallbacks.follow_links = timed(clock, "links (crawl side: ledger, requests)",  # type: ignore[method-assign]

@@ -114,9 +114,7 @@ def rows(measured: Measured, clock: dict) -> list[tuple[str, str, float]]:
     for name, value in sorted(threads.items(), key=lambda kv: -kv[1]):
         if name == "MainThread":
             continue
-        label = {"QueueFeederThread": "pool transfer, crawl -> worker (feeder thread: pickling jobs)",
-                 "Thread": "pool transfer, worker -> crawl (manager thread: unpickling results)",
-                 "asyncio": "threads: page files and disk items written off the reactor",
+        label = {"asyncio": "threads: page files and disk items written off the reactor",
                  "skillgraph-state": "threads: crawl state (SQLite)"}.get(name, f"thread: {name}")
         out.append(("crawl", label, value * ns))
     shutdown = kinds.get("crawl", 0.0) - clock["process_ns"] * ns

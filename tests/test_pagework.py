@@ -169,3 +169,49 @@ def test_read_links_reads_each_reference_once_with_the_plain_ways_answer() -> No
     assert inside == ["http://docs.test/library/json.html", "http://docs.test/glossary.html",
                       "http://docs.test/library/functions.html?q=1", "http://docs.test/library/re.html"]
     assert outside == ["http://elsewhere.test/a"]
+
+
+def test_a_killed_worker_leaves_no_page_unevaluated() -> None:
+    """A page worker killed mid-crawl (out of memory, an operator): the pages it held, and every page after,
+    are evaluated in the crawl process, with the same verdicts; the pool says so once (stat, warning)."""
+    import os
+    import signal
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import MemoryStatsCollector
+
+    from skillgraph.page.pool import INLINE_PAGES, PagePool
+
+    crawler = Crawler(Spider, {"SKILLGRAPH_PAGE_WORKERS": 2})
+    crawler.stats = MemoryStatsCollector(crawler)
+    pages = sorted(str(p.relative_to(PYTHON_DOCS)) for p in (PYTHON_DOCS / "library").glob("*.html"))[:60]
+    responses = [job_for(rel)[1] for rel in pages]
+    for response in responses:  # tied to a request, as the ladder's responses are
+        response.request = Request(response.url)
+    expected = [evaluate(job_for(rel)[0]) for rel in pages]
+
+    async def main() -> tuple[list[Any], int]:
+        pool = PagePool(crawler)
+        try:
+            first = [await pool.evaluate(r, "html", 0.5, "http://docs.test/") for r in responses[:INLINE_PAGES + 1]]
+            assert pool.starting is not None
+            await pool.starting
+            assert pool.executor is not None and pool.workers == 2, "the workers are up"
+            pending = [asyncio.ensure_future(pool.evaluate(r, "html", 0.5, "http://docs.test/"))
+                       for r in responses[INLINE_PAGES + 1:]]
+            await asyncio.sleep(0)  # the jobs are handed to the workers
+            os.kill(pool.executor.workers[0].process.pid, signal.SIGKILL)
+            rest = await asyncio.wait_for(asyncio.gather(*pending), 120)
+            last = await pool.evaluate(responses[0], "html", 0.5, "http://docs.test/")  # after the death, too
+            return [*first, *rest, last], pool.workers
+        finally:
+            pool.shutdown()
+
+    results, workers = asyncio.run(main())
+    assert workers == 0, "the broken pool was given up: page work goes on in the crawl process"
+    assert crawler.stats.get_value("skillgraph/pagework/pool_broken") == 1
+    assert len(results) == len(pages) + 1
+    for got, want in zip(results, [*expected, expected[0]], strict=True):
+        assert (got.attempt.markdown, got.attempt.title, got.sha256, got.links) == \
+            (want.attempt.markdown, want.attempt.title, want.sha256, want.links)

@@ -15,18 +15,16 @@ the responses arrived, so the ledger and the writer see what the serial path sho
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import multiprocessing
 import os
-import signal
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from skillgraph.page import work
 from skillgraph.page.work import NOT_PAGES, PageJob, PageResult, read_links
+from skillgraph.page.workers import WorkerPipes
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -39,14 +37,6 @@ _POOLS: WeakKeyDictionary[Crawler, PagePool] = WeakKeyDictionary()
 #: site never pays for starting processes; a larger crawl switches to the pool as soon as it is up.
 INLINE_PAGES = 8
 __all__ = ["INLINE_PAGES", "NOT_PAGES", "ArrivalOrder", "PageJob", "PagePool", "PageResult", "read_links"]
-
-
-def _start_worker() -> None:
-    """A worker leaves Ctrl-C to the crawl, which finishes its pages and then stops the pool; the modules it
-    started with are frozen out of the garbage collector's walks (as the crawl process does:
-    :mod:`skillgraph.extensions.gc_freeze`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.freeze()
 
 
 class ArrivalOrder:
@@ -85,8 +75,8 @@ class PagePool:
         self.crawler = crawler
         workers = crawler.settings.getint("SKILLGRAPH_PAGE_WORKERS", -1)
         self.workers = (os.cpu_count() or 1) if workers < 0 else workers
-        self.executor: ProcessPoolExecutor | None = None
-        self.starting: asyncio.Future[None] | None = None
+        self.executor: WorkerPipes | None = None
+        self.starting: asyncio.Future[WorkerPipes | None] | None = None
         self.evaluated = 0
         self.closed = False
         self.order = ArrivalOrder()
@@ -101,27 +91,36 @@ class PagePool:
             pool = _POOLS[crawler] = cls(crawler)
         return pool
 
-    def _start(self) -> None:
-        """Start the worker processes (in a thread: starting them blocks for about a second)."""
+    def _start(self) -> WorkerPipes | None:
+        """Start the worker processes (in a thread: starting the fork server blocks for about a second)."""
         # forkserver: workers start from a clean process, not a fork of the reactor and its threads
         context = multiprocessing.get_context("forkserver")
         # what a page's evaluation imports, and no Scrapy or Twisted: small workers, a quick fork server
         context.set_forkserver_preload(["skillgraph.page.work", "skillgraph.tiers.evaluate"])
-        executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker)
-        executor.submit(int).result()  # the processes are up
         if self.closed:
-            executor.shutdown(wait=True)
-            return
-        self.executor = executor
-        logger.info("Page work runs in %d worker processes (SKILLGRAPH_PAGE_WORKERS)", self.workers)
-        if self.crawler.stats is not None:
-            self.crawler.stats.set_value("skillgraph/pagework/workers", self.workers)
+            return None
+        return WorkerPipes(self.workers, context)
 
-    def _started(self, starting: asyncio.Future[None]) -> None:
-        if not starting.cancelled() and starting.exception() is not None:
+    def _started(self, starting: asyncio.Future[WorkerPipes | None]) -> None:
+        """On the loop: the workers' pipes read by it from now on (or page work stays here, with a warning)."""
+        if starting.cancelled():
+            return
+        if starting.exception() is not None:
             logger.warning("The page worker processes did not start (%s): page work stays in the crawl process",
                            starting.exception())
             self.workers = 0
+            return
+        pipes = starting.result()
+        if pipes is None:
+            return
+        if self.closed:
+            pipes.close()
+            return
+        pipes.attach(asyncio.get_running_loop())
+        self.executor = pipes
+        logger.info("Page work runs in %d worker processes (SKILLGRAPH_PAGE_WORKERS)", self.workers)
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value("skillgraph/pagework/workers", self.workers)
 
     async def evaluate(self, response: Response, tier: str, threshold: float, links_scope: str | None) -> PageResult:
         """The page's result, handed back in the order the pages arrived."""
@@ -150,7 +149,7 @@ class PagePool:
         executor = self.executor
         if executor is not None and self.workers:
             try:
-                return await asyncio.wrap_future(executor.submit(work.evaluate, job))
+                return await executor.run(work.evaluate, job)
             except BrokenProcessPool as exc:  # a worker died (killed, out of memory): go on in this process
                 if self.workers:
                     logger.warning("A page worker process died (%s): page work goes on in the crawl process", exc)
@@ -159,12 +158,12 @@ class PagePool:
                         self.crawler.stats.inc_value("skillgraph/pagework/pool_broken")
         return work.evaluate(job)
 
-    def running_executor(self) -> ProcessPoolExecutor | None:
+    def running_executor(self) -> WorkerPipes | None:
         """The worker processes if they are up, for other CPU-bound work of the crawl (the commit's links)."""
         return self.executor if self.workers else None
 
     def shutdown(self) -> None:
         self.closed = True
         if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor.close()
             self.executor = None

@@ -129,6 +129,33 @@ def test_helpers() -> None:
         "A path that ends in a backslash: C:\\\\"
 
 
+def test_a_description_is_prose_not_a_stamp_an_annotation_or_legal_text() -> None:
+    """Lines that open many pages but say nothing of them are passed over for the first line of prose:
+    release and version stamps, Sphinx's version notes and C API annotations, bare URLs, a language bar,
+    names alone, copyright lines and permission notices (seen on Valgrind's, PostgreSQL's, bzip2's, CMake's,
+    the Python docs' and Apache's pages)."""
+    prose = "The documentation is contained in six logically separate documents."
+    for opening in ("Release 3.19.0 11 Apr 2022", "X Version 11, Release 7.7", "New in version 3.16.",
+                    "Deprecated since version 3.0.", "*Return value: New reference.* *Part of the Stable ABI.*",
+                    "*Part of the Limited API (as an opaque struct).*", "https://sourceware.org/bzip2/",
+                    "Available Languages: en | fr | ko", "boost::units::cgs::cubic_centimetre",
+                    "Copyright © 1996–2026 The PostgreSQL Global Development Group",
+                    "Copyright © 2001, 2002 Joey Hess",
+                    "Permission is granted to copy, distribute and/or modify this document under the terms of the "
+                    "GNU Free Documentation License, Version 1.2.",
+                    "THIS SOFTWARE IS PROVIDED BY THE AUTHOR AS IS AND ANY EXPRESS OR IMPLIED WARRANTIES, "
+                    "INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY, ARE DISCLAIMED."):
+        assert describe(f"# Valgrind Documentation\n\n{opening}\n\n{prose}\n") == prose, opening
+    # three words of prose describe; one legal term in prose is prose; a legal page is described by its text
+    assert describe("# alloc\n\nMemory allocation APIs\n\nMore.\n") == "Memory allocation APIs"
+    mit = "Libxml2 is the XML C parser and toolkit, free software available under the MIT License."
+    assert describe(f"# libxml2\n\n{mit}\n") == mit
+    gpl = "The licenses for most software are designed to take away your freedom to share and change it."
+    assert describe(f"# GNU General Public License\n\nVersion 2, June 1991\n\n{gpl}\n",
+                    "GNU General Public License") == gpl
+    assert describe("# T\n\nRelease 3.19.0 11 Apr 2022\n") == "", "nothing to say rather than a stamp"
+
+
 def test_descriptions_from_the_page_workers_give_the_same_llms_txt(tmp_path: Path) -> None:
     """The workers describe a page from the scan they already made; llms.txt is the one the commit would write."""
     from lxml import etree

@@ -38,6 +38,20 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
 #: A label line, not prose: ``**Source code:** [Lib/json/__init__.py](...)``.
 _FIELD = re.compile(r"^(\*\*|__)[^*_]{1,40}:(\*\*|__)")
+#: A word of a description: letters only (an apostrophe or hyphen inside), punctuation around it aside.
+_WORD = re.compile(r"^[(\"'“‘]*([^\W\d_]{2,}(?:['’-][^\W\d_]+)*)[)\"'”’.,;:!?]*$")
+#: Words a description line must have: 3 ("Memory allocation APIs"), 4 beside a number ("New in version 3.16."
+#: and "Release 3.19.0 11 Apr 2022" are stamps, not descriptions).
+#: A line of emphasis only ("*Part of the Stable ABI.*", "*Return value: New reference.*"): an annotation.
+_ANNOTATION = re.compile(r"^(?:\*[^*\s][^*]*\*\s*)+$|^(?:_[^_\s][^_]*_\s*)+$")
+MIN_DESCRIPTION_WORDS = 3
+MIN_DESCRIPTION_WORDS_WITH_NUMBERS = 4
+#: Terms of legal text, which opens many manuals' front pages (copyright lines, permission notices, warranty
+#: disclaimers). A line with two different ones is legal text: what a page is about only when its title says
+#: so (one alone is prose: "... free software available under the MIT License").
+_LEGAL = re.compile(r"copyright|©|\(c\)\s|licen[cs]|permission is granted|permission to use|hereby granted|"
+                    r"all rights reserved|redistribut|warrant|merchantab|disclaim|permitted provided|permission notice|"
+                    r"received a copy|without fee", re.IGNORECASE)
 
 
 def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summary: str | None = None,
@@ -200,6 +214,7 @@ def describe(markdown: str, title: str = "", lines: Iterable[Line] | None = None
     ``lines`` is ``markdown``'s :func:`~skillgraph.markdown.scan` when done already.
     """
     read = iter(scan(markdown) if lines is None else lines)
+    legal_page = bool(_LEGAL.search(title))
     for scanned in read:
         line = scanned.text.strip()
         if scanned.kind in IN_FENCE or scanned.kind == HEADING or not line \
@@ -210,10 +225,30 @@ def describe(markdown: str, title: str = "", lines: Iterable[Line] | None = None
         if _hard_break(line):  # a paragraph set line by line (a text file's, a poem's): its lines, not a "\"
             line = _broken_paragraph(line, scanned.kind, read)
         text = _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", line)).strip()
-        if len(text) < 20 or text == title:
+        if len(text) < 20 or text == title or _ANNOTATION.match(text) or not _prose(text) \
+                or (not legal_page and _legal(text)):
             continue
         return _shorten(text)
     return ""
+
+
+def _legal(text: str) -> bool:
+    """Does ``text`` hold two different terms of legal text (:data:`_LEGAL`)?"""
+    return len({term.lower()[:5] for term in _LEGAL.findall(text)}) >= 2
+
+
+def _prose(text: str) -> bool:
+    """Does ``text`` read as words about something, not a stamp (a version, a date, a URL, a name)?
+
+    Words of letters for at least half of what is written, and at least :data:`MIN_DESCRIPTION_WORDS` of
+    three letters or more (:data:`MIN_DESCRIPTION_WORDS_WITH_NUMBERS` beside a number): "Release 3.19.0 11
+    Apr 2022", "New in version 3.16.", "https://sourceware.org/bzip2/", "Available Languages: en | fr" and
+    "boost::units::cgs::cubic_centimetre" describe nothing.
+    """
+    tokens = text.split()
+    words = [match.group(1) for match in map(_WORD.match, tokens) if match]
+    least = MIN_DESCRIPTION_WORDS_WITH_NUMBERS if any(c.isdigit() for c in text) else MIN_DESCRIPTION_WORDS
+    return sum(len(word) >= 3 for word in words) >= least and 2 * len(words) >= len(tokens)
 
 
 def _hard_break(line: str) -> bool:

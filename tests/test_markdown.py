@@ -9,6 +9,9 @@ definitions aside, which the scanner leaves out on purpose).
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from skillgraph.extract import html_to_markdown
@@ -166,3 +169,15 @@ def test_extractor_unquotes_an_admonition_holding_a_quoted_fence() -> None:
     md = html_to_markdown(html, "https://a.test/p.html")
     assert md.startswith("**Note:**\n\n> - Run it:"), "the fence is seen in the quote: no second level of quoting"
     assert [(b.depth, b.closed) for b in fenced_blocks(md)] == [(2, True)]
+
+
+def test_split_lines_ends_lines_only_where_commonmark_does() -> None:
+    odd = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+    rng = random.Random(5)
+    alphabet = "ab\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u00e9"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        lines = split_lines(text)
+        assert "".join(lines) == text
+        assert lines == (re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text) if odd.search(text)
+                         else text.splitlines(keepends=True)), repr(text)

@@ -50,6 +50,11 @@ _BREAK = re.compile(r" {0,3}(?:(?:\* *){3,}|(?:- *){3,}|(?:_ *){3,})$")
 _ITEM = re.compile(r" {0,3}(?:[-+*]|([0-9]{1,9})[.)])(?= |$)")
 #: First characters that may start or end something at the top level; any other line is prose.
 _PLAIN_SKIP = frozenset(" \t#>`~-+*_=0123456789")
+#: For a first character of _PLAIN_SKIP, the second characters (past expanded tabs; the line's end too) with
+#: which it may start a block: ``**bold``, ``#include``, ``-x``, ``1x`` or ```code`` is a paragraph's line.
+#: A space or ``>`` first is always read in full.
+_NEXT = {"#": "# ", "`": "`", "~": "~", "-": "- ", "+": " ", "*": "* ", "_": "_ ", "=": "= ",
+         **dict.fromkeys("0123456789", "0123456789.)")}
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _ODD_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  #: where str.splitlines ends lines and CommonMark does not
 _ASCII_ODD_ENDS = _ODD_ENDS[:5]
@@ -103,7 +108,11 @@ def _odd_line_ends(text: str) -> bool:
 
 def scan(source: str | Iterable[str]) -> Iterator[Line]:
     """Every line of ``source`` (a text, or its :func:`split_lines`) with its kind, in order."""
-    lines = split_lines(source) if isinstance(source, str) else source
+    return _scan(split_lines(source) if isinstance(source, str) else source, True)
+
+
+def _scan(lines: Iterable[str], fast: bool) -> Iterator[Line]:
+    """:func:`scan` of ``lines``; ``fast=False`` turns off the fast paths for lines past containers (tests compare)."""
     stack: list[int] = []  # open containers, innermost last: _QUOTE or a list item's content indent
     fence = ""  # the open fence's run; "" outside code
     para: list[str] | None = None  # the open paragraph's lines (a setext heading's title); None when none
@@ -133,6 +142,8 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
         if "\t" in line:
             line = line.expandtabs(4)  # tab stops of 4 columns, as block structure reads them
         pos, matched = 0, 0
+        # the line's leading spaces: where the spaces from ``pos`` end while ``pos`` is within them
+        indent = len(line) - len(line.lstrip(" ")) if fast and stack else -1
         for container in stack:  # the containers this line continues
             if container == _QUOTE:
                 m = _BLOCKQUOTE.match(line, pos)
@@ -141,7 +152,7 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
                 pos = m.end() + (line.startswith(" ", m.end()))
             else:
                 width = abs(container)
-                start = _SPACES.match(line, pos).end()  # type: ignore[union-attr]
+                start = indent if pos <= indent else _SPACES.match(line, pos).end()  # type: ignore[union-attr]
                 if start == len(line):
                     if container < 0:
                         break  # an item that began with a blank line ends at a second one (§5.2)
@@ -161,8 +172,46 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
                     yield Line(CODE, raw, matched, fence=fence)
                 continue
             fence = ""  # its container ended: so did the fence
+        if fast:  # a line that starts no block past its containers: a blank, a paragraph's line or a "- " item's
+            head = line[pos:pos + 1]
+            if head not in _PLAIN_SKIP or _starts_nothing(line, pos, head):
+                if not head:  # blank: it closes the containers it did not continue
+                    del stack[matched:]
+                    para = None
+                    yield _new(Line, (TEXT, raw, matched, 0, "", "", "", False))
+                elif para is not None:  # the open paragraph goes on (lazily, when containers were left unmatched)
+                    para.append(line[pos:])
+                    yield _new(Line, (TEXT, raw, len(stack), 0, "", "", "", False))
+                else:
+                    del stack[matched:]
+                    para = [line[pos:]]
+                    yield _new(Line, (TEXT, raw, matched, 0, "", "", "", False))
+                continue
+            if head == "-" and line[pos + 1:pos + 2] == " ":  # a "- " item whose text starts no block
+                head = line[pos + 2:pos + 3]
+                if head and (head not in _PLAIN_SKIP or _starts_nothing(line, pos + 2, head)):
+                    del stack[matched:]
+                    stack.append(2)
+                    para = [line[pos + 2:]]
+                    yield _new(Line, (TEXT, raw, matched + 1, 0, "", "", "", False))
+                    continue
         found, fence, para = _blocks(raw, line, pos, matched, stack, para)
         yield found
+
+
+def _starts_nothing(line: str, pos: int, head: str) -> bool:
+    """Is ``line`` from ``pos`` (``head``, of _PLAIN_SKIP, first) a paragraph's text by its first characters?
+
+    ``#x``, ``**x``, ``-x``, ``1x``, ```x`` and the like start no heading, break, item, fence or setext
+    underline; the line's end is no such character (``"" in after``).
+    """
+    after = _NEXT.get(head)
+    if after is None:
+        return False
+    following = line[pos + 1:pos + 2]
+    if following not in after:
+        return True
+    return head == "*" and following == "*" and line[pos + 2:pos + 3] not in "* "  # **bold: no item, no break
 
 
 def _closes(line: str, pos: int, fence: str) -> bool:

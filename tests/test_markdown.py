@@ -24,6 +24,7 @@ from skillgraph.markdown import (
     HEADING,
     TEXT,
     Fenced,
+    _scan,
     fenced_blocks,
     fenced_spans,
     headings,
@@ -36,6 +37,7 @@ from skillgraph.store.chunk import parse_blocks
 from skillgraph.store.mcp import section
 from skillgraph.strategy.llms import parse_llms_txt, split_sections
 from skillgraph.tiers import code_fences_kept
+from tests.conftest import PYTHON_DOCS
 
 MARK = {TEXT: ".", FENCE_OPEN: "[", CODE: "c", FENCE_CLOSE: "]", HEADING: "#"}
 
@@ -169,6 +171,31 @@ def test_extractor_unquotes_an_admonition_holding_a_quoted_fence() -> None:
     md = html_to_markdown(html, "https://a.test/p.html")
     assert md.startswith("**Note:**\n\n> - Run it:"), "the fence is seen in the quote: no second level of quoting"
     assert [(b.depth, b.closed) for b in fenced_blocks(md)] == [(2, True)]
+
+
+#: Pieces of markdown that start, continue or almost start every construct the scanner reads.
+PIECES = ["- ", "* ", "+ ", "1. ", "2) ", "10.", "> ", ">", " ", "  ", "    ", "\t", "#", "## ", "#x", "```", "~~~",
+          "``", "`", "**", "***", "__", "_", "=", "==", "-", "--", "---", "- - -", "1", "x", "text", "[a](b)",
+          "\n", "\n", "\n", "\n", "\r\n", "\r", "\ufeff", "\u00e9", "\x85", "\u2028"]
+
+
+def test_fast_paths_read_random_markdown_as_the_full_reading() -> None:
+    """The fast paths past containers (blank, paragraph and "- " item lines, ``**bold``, ``#x``) change no line."""
+    rng = random.Random(22)
+    for _ in range(30_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40)))
+        lines = split_lines(text)
+        assert list(_scan(lines, True)) == list(_scan(lines, False)), repr(text)
+
+
+@pytest.mark.skipif(not PYTHON_DOCS.is_dir(), reason="Debian's python3.11-doc is not installed")
+def test_fast_paths_read_python_docs_markdown_as_the_full_reading() -> None:
+    """Real extractor output: nested index lists, ``**``-led signatures, quotes, fences in list items."""
+    pages = sorted(PYTHON_DOCS.rglob("*.html"))
+    picked = [p for p in pages if p.name.startswith("genindex-") and p.stat().st_size < 200_000][:6] + pages[::25]
+    for page in picked:
+        lines = split_lines(html_to_markdown(page.read_text("utf-8"), "https://docs.example/" + page.name))
+        assert list(_scan(lines, True)) == list(_scan(lines, False)), page.name
 
 
 def test_split_lines_ends_lines_only_where_commonmark_does() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
+from operator import itemgetter
 from typing import NamedTuple
 
 TEXT = "text"
@@ -61,6 +62,10 @@ _ASCII_ODD_ENDS = _ODD_ENDS[:5]
 #: A code span of one line of markdown (its text is code: ``xmlChar**mem`` holds no bold, ``[a](b)`` no link).
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _new = tuple.__new__  # builds a Line without the keyword-default wrapper: the fast path's lines
+_KIND, _TEXT = itemgetter(0), itemgetter(1)  #: a Line's kind and text, read in C
+#: A line's kind as one character, and a fenced block in those characters: its opening, code and closing lines.
+_MARKS = {TEXT: "t", FENCE_OPEN: "[", CODE: "c", FENCE_CLOSE: "]", HEADING: "h"}
+_FENCED = re.compile(r"\[c*(\])?")
 
 
 class Line(NamedTuple):
@@ -279,28 +284,21 @@ def _blocks(raw: str, line: str, pos: int, depth: int, stack: list[int],
 
 
 def fenced_blocks(source: str | Iterable[str], lines: Iterable[Line] | None = None) -> list[Fenced]:
-    """The fenced code blocks of ``source`` (``lines``: its :func:`scan`, when done already), in order."""
-    blocks: list[Fenced] = []
-    opened: Line | None = None
-    start, n = 0, -1
-    for n, line in enumerate(scan(source) if lines is None else lines):
-        if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
-            blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
-            opened = None
-        if line.kind == FENCE_OPEN:
-            opened, start = line, n
-        elif line.kind == FENCE_CLOSE and opened is not None:
-            blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, True))
-            opened = None
-    if opened is not None:
-        blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, False))
-    return blocks
+    """The fenced code blocks of ``source`` (``lines``: its :func:`scan`, when done already), in order.
+
+    Read from the lines' kinds as one character each: a block is an opening fence, its code lines
+    and, when closed, its closing fence (``[c*]?``), found in C rather than line by line.
+    """
+    read = tuple(scan(source) if lines is None else lines)
+    marks = "".join(map(_MARKS.__getitem__, map(_KIND, read)))
+    return [Fenced(m.start(), m.end(), (opened := read[m.start()]).fence, opened.info, opened.depth,
+                   m.group(1) is not None) for m in _FENCED.finditer(marks)]
 
 
 def fenced_spans(text: str, scanned: Sequence[Line] | None = None) -> list[tuple[int, int]]:
     """The character ranges ``[start, end)`` of ``text``'s fenced blocks (``scanned``: its :func:`scan`, if done)."""
-    lines = split_lines(text) if scanned is None else [line.text for line in scanned]
-    offsets = [0, *accumulate(len(line) for line in lines)]
+    lines = split_lines(text) if scanned is None else list(map(_TEXT, scanned))
+    offsets = [0, *accumulate(map(len, lines))]
     return [(offsets[b.start], offsets[b.end]) for b in fenced_blocks(lines, scanned)]
 
 

@@ -24,6 +24,7 @@ from skillgraph.markdown import (
     HEADING,
     TEXT,
     Fenced,
+    Line,
     _scan,
     fenced_blocks,
     fenced_spans,
@@ -208,3 +209,31 @@ def test_split_lines_ends_lines_only_where_commonmark_does() -> None:
         assert "".join(lines) == text
         assert lines == (re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text) if odd.search(text)
                          else text.splitlines(keepends=True)), repr(text)
+
+
+def _fenced_blocks_line_by_line(lines: list[Line]) -> list[Fenced]:
+    """The reading :func:`fenced_blocks` makes in C, line by line: an opening fence, its code, its closing fence."""
+    blocks: list[Fenced] = []
+    opened: Line | None = None
+    start, n = 0, -1
+    for n, line in enumerate(lines):
+        if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
+            blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
+            opened = None
+        if line.kind == FENCE_OPEN:
+            opened, start = line, n
+        elif line.kind == FENCE_CLOSE and opened is not None:
+            blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, True))
+            opened = None
+    if opened is not None:
+        blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, False))
+    return blocks
+
+
+def test_fenced_blocks_as_read_line_by_line() -> None:
+    rng = random.Random(9)
+    pieces = ["```", "~~~", "````", "> ", "- ", "  ", "x", "# h", "\n", "\n", "\n"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        lines = list(scan(text))
+        assert fenced_blocks(text) == fenced_blocks(text, lines) == _fenced_blocks_line_by_line(lines), repr(text)

@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 import lxml.html
 from lxml import etree
 
-from skillgraph.extract.content import main_content
+from skillgraph.extract.content import LANDMARK_TAGS, landmark_candidates, main_content
 from skillgraph.extract.detect import detect
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import Linker, escape
@@ -107,11 +107,12 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     body = root.find("body")
     if body is None:
         body = root
-    landmark = main_content(root, generator)
+    facts = Facts()  # what each pass learns of an element, kept for the passes after it
+    # the page's code blocks and headings only, each one's verdict kept; the landmarks met on the same walk
+    census = Census(body, facts, LANDMARK_TAGS)
+    landmark = main_content(root, generator, landmark_candidates(root, body, census.gathered))
     if landmark is not None and landmark.tag == "div" and _wraps(landmark, body):
         landmark = None  # a wrapper of the whole page (Django's div.document) marks no content: score it
-    facts = Facts()  # what each pass learns of an element, kept for the passes after it
-    census = Census(body, facts)  # the page's code blocks and headings only, each one's verdict kept
     scores = None
     if landmark is None:
         scores = masses(body, facts)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
+from operator import itemgetter
 from typing import NamedTuple
 
 TEXT = "text"
@@ -50,11 +51,21 @@ _BREAK = re.compile(r" {0,3}(?:(?:\* *){3,}|(?:- *){3,}|(?:_ *){3,})$")
 _ITEM = re.compile(r" {0,3}(?:[-+*]|([0-9]{1,9})[.)])(?= |$)")
 #: First characters that may start or end something at the top level; any other line is prose.
 _PLAIN_SKIP = frozenset(" \t#>`~-+*_=0123456789")
+#: For a first character of _PLAIN_SKIP, the second characters (past expanded tabs; the line's end too) with
+#: which it may start a block: ``**bold``, ``#include``, ``-x``, ``1x`` or ```code`` is a paragraph's line.
+#: A space or ``>`` first is always read in full.
+_NEXT = {"#": "# ", "`": "`", "~": "~", "-": "- ", "+": " ", "*": "* ", "_": "_ ", "=": "= ",
+         **dict.fromkeys("0123456789", "0123456789.)")}
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-_NOT_LINE_ENDS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines ends lines there
+_ODD_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  #: where str.splitlines ends lines and CommonMark does not
+_ASCII_ODD_ENDS = _ODD_ENDS[:5]
 #: A code span of one line of markdown (its text is code: ``xmlChar**mem`` holds no bold, ``[a](b)`` no link).
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _new = tuple.__new__  # builds a Line without the keyword-default wrapper: the fast path's lines
+_KIND, _TEXT = itemgetter(0), itemgetter(1)  #: a Line's kind and text, read in C
+#: A line's kind as one character, and a fenced block in those characters: its opening, code and closing lines.
+_MARKS = {TEXT: "t", FENCE_OPEN: "[", CODE: "c", FENCE_CLOSE: "]", HEADING: "h"}
+_FENCED = re.compile(r"\[c*(\])?")
 
 
 class Line(NamedTuple):
@@ -88,12 +99,25 @@ class Fenced(NamedTuple):
 
 def split_lines(text: str) -> list[str]:
     """``text``'s lines, each with its line end, split where CommonMark ends a line (lossless)."""
-    return _LINE.findall(text) if _NOT_LINE_ENDS.search(text) else text.splitlines(keepends=True)
+    return _LINE.findall(text) if _odd_line_ends(text) else text.splitlines(keepends=True)
+
+
+def _odd_line_ends(text: str) -> bool:
+    """Does ``text`` hold a character that ``str.splitlines`` ends a line at and CommonMark does not?
+
+    One substring search per character (a tenth of the time of a character-class regex over the
+    text); an ASCII string, known as such without reading it, cannot hold the last three.
+    """
+    return any(char in text for char in (_ASCII_ODD_ENDS if text.isascii() else _ODD_ENDS))
 
 
 def scan(source: str | Iterable[str]) -> Iterator[Line]:
     """Every line of ``source`` (a text, or its :func:`split_lines`) with its kind, in order."""
-    lines = split_lines(source) if isinstance(source, str) else source
+    return _scan(split_lines(source) if isinstance(source, str) else source, True)
+
+
+def _scan(lines: Iterable[str], fast: bool) -> Iterator[Line]:
+    """:func:`scan` of ``lines``; ``fast=False`` turns off the fast paths for lines past containers (tests compare)."""
     stack: list[int] = []  # open containers, innermost last: _QUOTE or a list item's content indent
     fence = ""  # the open fence's run; "" outside code
     para: list[str] | None = None  # the open paragraph's lines (a setext heading's title); None when none
@@ -123,6 +147,8 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
         if "\t" in line:
             line = line.expandtabs(4)  # tab stops of 4 columns, as block structure reads them
         pos, matched = 0, 0
+        # the line's leading spaces: where the spaces from ``pos`` end while ``pos`` is within them
+        indent = len(line) - len(line.lstrip(" ")) if fast and stack else -1
         for container in stack:  # the containers this line continues
             if container == _QUOTE:
                 m = _BLOCKQUOTE.match(line, pos)
@@ -131,7 +157,7 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
                 pos = m.end() + (line.startswith(" ", m.end()))
             else:
                 width = abs(container)
-                start = _SPACES.match(line, pos).end()  # type: ignore[union-attr]
+                start = indent if pos <= indent else _SPACES.match(line, pos).end()  # type: ignore[union-attr]
                 if start == len(line):
                     if container < 0:
                         break  # an item that began with a blank line ends at a second one (§5.2)
@@ -151,8 +177,46 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
                     yield Line(CODE, raw, matched, fence=fence)
                 continue
             fence = ""  # its container ended: so did the fence
+        if fast:  # a line that starts no block past its containers: a blank, a paragraph's line or a "- " item's
+            head = line[pos:pos + 1]
+            if head not in _PLAIN_SKIP or _starts_nothing(line, pos, head):
+                if not head:  # blank: it closes the containers it did not continue
+                    del stack[matched:]
+                    para = None
+                    yield _new(Line, (TEXT, raw, matched, 0, "", "", "", False))
+                elif para is not None:  # the open paragraph goes on (lazily, when containers were left unmatched)
+                    para.append(line[pos:])
+                    yield _new(Line, (TEXT, raw, len(stack), 0, "", "", "", False))
+                else:
+                    del stack[matched:]
+                    para = [line[pos:]]
+                    yield _new(Line, (TEXT, raw, matched, 0, "", "", "", False))
+                continue
+            if head == "-" and line[pos + 1:pos + 2] == " ":  # a "- " item whose text starts no block
+                head = line[pos + 2:pos + 3]
+                if head and (head not in _PLAIN_SKIP or _starts_nothing(line, pos + 2, head)):
+                    del stack[matched:]
+                    stack.append(2)
+                    para = [line[pos + 2:]]
+                    yield _new(Line, (TEXT, raw, matched + 1, 0, "", "", "", False))
+                    continue
         found, fence, para = _blocks(raw, line, pos, matched, stack, para)
         yield found
+
+
+def _starts_nothing(line: str, pos: int, head: str) -> bool:
+    """Is ``line`` from ``pos`` (``head``, of _PLAIN_SKIP, first) a paragraph's text by its first characters?
+
+    ``#x``, ``**x``, ``-x``, ``1x``, ```x`` and the like start no heading, break, item, fence or setext
+    underline; the line's end is no such character (``"" in after``).
+    """
+    after = _NEXT.get(head)
+    if after is None:
+        return False
+    following = line[pos + 1:pos + 2]
+    if following not in after:
+        return True
+    return head == "*" and following == "*" and line[pos + 2:pos + 3] not in "* "  # **bold: no item, no break
 
 
 def _closes(line: str, pos: int, fence: str) -> bool:
@@ -220,28 +284,21 @@ def _blocks(raw: str, line: str, pos: int, depth: int, stack: list[int],
 
 
 def fenced_blocks(source: str | Iterable[str], lines: Iterable[Line] | None = None) -> list[Fenced]:
-    """The fenced code blocks of ``source`` (``lines``: its :func:`scan`, when done already), in order."""
-    blocks: list[Fenced] = []
-    opened: Line | None = None
-    start, n = 0, -1
-    for n, line in enumerate(scan(source) if lines is None else lines):
-        if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
-            blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
-            opened = None
-        if line.kind == FENCE_OPEN:
-            opened, start = line, n
-        elif line.kind == FENCE_CLOSE and opened is not None:
-            blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, True))
-            opened = None
-    if opened is not None:
-        blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, False))
-    return blocks
+    """The fenced code blocks of ``source`` (``lines``: its :func:`scan`, when done already), in order.
+
+    Read from the lines' kinds as one character each: a block is an opening fence, its code lines
+    and, when closed, its closing fence (``[c*]?``), found in C rather than line by line.
+    """
+    read = tuple(scan(source) if lines is None else lines)
+    marks = "".join(map(_MARKS.__getitem__, map(_KIND, read)))
+    return [Fenced(m.start(), m.end(), (opened := read[m.start()]).fence, opened.info, opened.depth,
+                   m.group(1) is not None) for m in _FENCED.finditer(marks)]
 
 
 def fenced_spans(text: str, scanned: Sequence[Line] | None = None) -> list[tuple[int, int]]:
     """The character ranges ``[start, end)`` of ``text``'s fenced blocks (``scanned``: its :func:`scan`, if done)."""
-    lines = split_lines(text) if scanned is None else [line.text for line in scanned]
-    offsets = [0, *accumulate(len(line) for line in lines)]
+    lines = split_lines(text) if scanned is None else list(map(_TEXT, scanned))
+    offsets = [0, *accumulate(map(len, lines))]
     return [(offsets[b.start], offsets[b.end]) for b in fenced_blocks(lines, scanned)]
 
 

@@ -9,6 +9,9 @@ definitions aside, which the scanner leaves out on purpose).
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from skillgraph.extract import html_to_markdown
@@ -21,6 +24,8 @@ from skillgraph.markdown import (
     HEADING,
     TEXT,
     Fenced,
+    Line,
+    _scan,
     fenced_blocks,
     fenced_spans,
     headings,
@@ -33,6 +38,7 @@ from skillgraph.store.chunk import parse_blocks
 from skillgraph.store.mcp import section
 from skillgraph.strategy.llms import parse_llms_txt, split_sections
 from skillgraph.tiers import code_fences_kept
+from tests.conftest import PYTHON_DOCS
 
 MARK = {TEXT: ".", FENCE_OPEN: "[", CODE: "c", FENCE_CLOSE: "]", HEADING: "#"}
 
@@ -166,3 +172,68 @@ def test_extractor_unquotes_an_admonition_holding_a_quoted_fence() -> None:
     md = html_to_markdown(html, "https://a.test/p.html")
     assert md.startswith("**Note:**\n\n> - Run it:"), "the fence is seen in the quote: no second level of quoting"
     assert [(b.depth, b.closed) for b in fenced_blocks(md)] == [(2, True)]
+
+
+#: Pieces of markdown that start, continue or almost start every construct the scanner reads.
+PIECES = ["- ", "* ", "+ ", "1. ", "2) ", "10.", "> ", ">", " ", "  ", "    ", "\t", "#", "## ", "#x", "```", "~~~",
+          "``", "`", "**", "***", "__", "_", "=", "==", "-", "--", "---", "- - -", "1", "x", "text", "[a](b)",
+          "\n", "\n", "\n", "\n", "\r\n", "\r", "\ufeff", "\u00e9", "\x85", "\u2028"]
+
+
+def test_fast_paths_read_random_markdown_as_the_full_reading() -> None:
+    """The fast paths past containers (blank, paragraph and "- " item lines, ``**bold``, ``#x``) change no line."""
+    rng = random.Random(22)
+    for _ in range(30_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40)))
+        lines = split_lines(text)
+        assert list(_scan(lines, True)) == list(_scan(lines, False)), repr(text)
+
+
+@pytest.mark.skipif(not PYTHON_DOCS.is_dir(), reason="Debian's python3.11-doc is not installed")
+def test_fast_paths_read_python_docs_markdown_as_the_full_reading() -> None:
+    """Real extractor output: nested index lists, ``**``-led signatures, quotes, fences in list items."""
+    pages = sorted(PYTHON_DOCS.rglob("*.html"))
+    picked = [p for p in pages if p.name.startswith("genindex-") and p.stat().st_size < 200_000][:6] + pages[::25]
+    for page in picked:
+        lines = split_lines(html_to_markdown(page.read_text("utf-8"), "https://docs.example/" + page.name))
+        assert list(_scan(lines, True)) == list(_scan(lines, False)), page.name
+
+
+def test_split_lines_ends_lines_only_where_commonmark_does() -> None:
+    odd = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+    rng = random.Random(5)
+    alphabet = "ab\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u00e9"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        lines = split_lines(text)
+        assert "".join(lines) == text
+        assert lines == (re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text) if odd.search(text)
+                         else text.splitlines(keepends=True)), repr(text)
+
+
+def _fenced_blocks_line_by_line(lines: list[Line]) -> list[Fenced]:
+    """The reading :func:`fenced_blocks` makes in C, line by line: an opening fence, its code, its closing fence."""
+    blocks: list[Fenced] = []
+    opened: Line | None = None
+    start, n = 0, -1
+    for n, line in enumerate(lines):
+        if opened is not None and line.kind not in (CODE, FENCE_CLOSE):
+            blocks.append(Fenced(start, n, opened.fence, opened.info, opened.depth, False))
+            opened = None
+        if line.kind == FENCE_OPEN:
+            opened, start = line, n
+        elif line.kind == FENCE_CLOSE and opened is not None:
+            blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, True))
+            opened = None
+    if opened is not None:
+        blocks.append(Fenced(start, n + 1, opened.fence, opened.info, opened.depth, False))
+    return blocks
+
+
+def test_fenced_blocks_as_read_line_by_line() -> None:
+    rng = random.Random(9)
+    pieces = ["```", "~~~", "````", "> ", "- ", "  ", "x", "# h", "\n", "\n", "\n"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        lines = list(scan(text))
+        assert fenced_blocks(text) == fenced_blocks(text, lines) == _fenced_blocks_line_by_line(lines), repr(text)

@@ -17,6 +17,8 @@ from skillgraph.extract import extract_html
 from skillgraph.extract.api import parse
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.code import lays_out
+from skillgraph.extract.content import LANDMARK_TAGS, landmark_candidates, main_content
+from skillgraph.extract.detect import detect
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.extract.select import descend, masses
@@ -251,6 +253,27 @@ def test_the_census_counts_every_candidate_as_a_count_of_its_own_would() -> None
     census = Census(body)
     assert census.page == Counts(1, 0, 0), "inside the navbar and the nav: hidden from the page"
     assert census.within(body[0][0]) == Counts(2, 0, 2), "not from the element inside the navbar"
+
+
+def test_the_census_walk_gathers_the_landmarks_main_content_would_walk_for() -> None:
+    """The census's walk, plus what is outside the body, is ``root.iter(*LANDMARK_TAGS)``: same landmark found."""
+    fixtures = sorted((Path(__file__).parent / "fixtures" / "extract").glob("*.html"))
+    roots = census_pages() + [parse(page.read_bytes()) for page in fixtures] + [
+        parse("<div class='body' role='main'><p>no html, no body</p></div><article>a</article>"),
+        parse("<html><head><title>t</title><noscript><div role='main'>x</div></noscript></head>"
+              "<body><main><section role='main'>y</section></main></body></html>"),
+    ]
+    for root in roots:
+        assert root is not None
+        body = root.find("body")
+        body = root if body is None else body
+        census = Census(body, Facts(), LANDMARK_TAGS)
+        assert census.page == Census(body).page
+        found = landmark_candidates(root, body, census.gathered)
+        walked = list(root.iter(*LANDMARK_TAGS))
+        assert len(found) == len(walked) and all(a is b for a, b in zip(found, walked, strict=True))
+        family = detect(root)
+        assert main_content(root, family, found) is main_content(root, family)
 
 
 def test_the_scorer_leaves_what_kind_said_for_the_renderer() -> None:

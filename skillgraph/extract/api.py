@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 import lxml.html
 from lxml import etree
 
-from skillgraph.extract.content import main_content
+from skillgraph.extract.content import LANDMARK_TAGS, landmark_candidates, main_content
 from skillgraph.extract.detect import detect
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import Linker, escape
@@ -107,18 +107,19 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     body = root.find("body")
     if body is None:
         body = root
-    landmark = main_content(root, generator)
+    facts = Facts()  # what each pass learns of an element, kept for the passes after it
+    # the page's code blocks and headings only, each one's verdict kept; the landmarks met on the same walk
+    census = Census(body, facts, LANDMARK_TAGS)
+    landmark = main_content(root, generator, landmark_candidates(root, body, census.gathered))
     if landmark is not None and landmark.tag == "div" and _wraps(landmark, body):
         landmark = None  # a wrapper of the whole page (Django's div.document) marks no content: score it
-    facts = Facts()  # what each pass learns of an element, kept for the passes after it
-    census = Census(body, facts)  # the page's code blocks and headings only, each one's verdict kept
     scores = None
     if landmark is None:
         scores = masses(body, facts)
         first = descend(body, scores)
     else:
         first = landmark
-    tried: list[tuple[etree._Element, Renderer, str, Check]] = []
+    tried: list[tuple[etree._Element, Renderer, str, Check, str]] = []
     banners: list[tuple[etree._Element, str] | None] = []
     h1s: list[etree._Element | None] = []
     element = first
@@ -130,10 +131,11 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
         renderer, markdown = _render(root, element, url, _chrome(element, scores, banner[0] if banner else None),
                                      facts)
         # checked as it will be written, final newline included (the counts are the same): the
-        # quality gates then find this markdown already scanned (quality.structure.markdown_lines)
-        check = structure_check(census.structure(element), markdown + "\n" if markdown else "",
-                                partial(fence_sources, element))
-        tried.append((element, renderer, markdown, check))
+        # quality gates then find this markdown already scanned (quality.structure.markdown_lines),
+        # and when it is written unchanged, as the same string (its hash kept, no second copy)
+        written = markdown + "\n" if markdown else ""
+        check = structure_check(census.structure(element), written, partial(fence_sources, element))
+        tried.append((element, renderer, markdown, check, written))
         if check.status != FAIL:
             break
         following = None
@@ -146,7 +148,7 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
             break
         element = following
     chosen = next((t for t in tried if t[3].status != FAIL), tried[0])
-    element, renderer, markdown, check = chosen
+    element, renderer, markdown, check, written = chosen
     reextracted = None
     if chosen is not tried[0]:
         reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
@@ -159,7 +161,8 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
             markdown = promoted
         else:
             markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
-    return Extraction(title=title, markdown=markdown + "\n" if markdown else "", generator=generator,
+        written = markdown + "\n" if markdown else ""
+    return Extraction(title=title, markdown=written, generator=generator,
                       structure=check, reextracted=reextracted)
 
 
@@ -210,7 +213,7 @@ def parse(html: str | bytes) -> etree._Element | None:
     """Parse a document with the fast parser (None for an empty document)."""
     if isinstance(html, str) and html.lstrip()[:5].lower() == "<?xml":
         html = html.encode("utf-8")
-    if not html or not html.strip():
+    if not html or html.isspace():  # ``not html.strip()`` without copying the page
         return None
     try:
         return etree.fromstring(html, _PARSER)

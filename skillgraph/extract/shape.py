@@ -115,6 +115,9 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
     return Counts(blocks, found, headings)
 
 
+_COUNTED = frozenset(("pre", "div", *HEADINGS))  #: the tags the census looks at
+
+
 class Census:
     """The page's code blocks and headings (chrome aside), each one's verdict kept for the elements inside it.
 
@@ -128,16 +131,23 @@ class Census:
     code containers), not the page's pass again.
     """
 
-    __slots__ = ("_code_divs", "_items", "page", "scope")
+    __slots__ = ("_code_divs", "_items", "gathered", "page", "scope")
 
-    def __init__(self, scope: etree._Element, facts: Facts | None = None) -> None:
+    def __init__(self, scope: etree._Element, facts: Facts | None = None, gather: frozenset[str] = frozenset()) -> None:
         self.scope = scope
         self._items: dict[etree._Element, tuple[int, bool]] = {}
         self._code_divs = False
+        #: the elements of ``scope`` (itself included) whose tag is in ``gather``, in document order: a
+        #: tag-filtered walk of the page costs as much as this one, so the content's landmarks are read here
+        self.gathered: list[etree._Element] = []
         blocks = headings = 0
         memo: dict[etree._Element, bool] = {}
-        for el in scope.iter("pre", "div", *HEADINGS):
+        for el in scope.iter("pre", "div", *HEADINGS, *(gather - _COUNTED)) if gather else scope.iter(*_COUNTED):
             tag = el.tag
+            if tag in gather:
+                self.gathered.append(el)
+                if tag not in _COUNTED:
+                    continue
             what = _what(el, tag, facts)
             if not what:
                 continue

@@ -108,7 +108,8 @@ def decode_and_parse(body: bytes, encoding: str) -> tuple[str, etree._Element | 
     from skillgraph.extract.api import parse
 
     text = html_to_unicode(f"charset={encoding}", body)[1]
-    if _is_utf8(encoding) and "\ufffd" not in text and text.strip():
+    # ``not text.isspace()``: ``text.strip()``'s truth without copying the page (it ends with a newline)
+    if _is_utf8(encoding) and "\ufffd" not in text and text and not text.isspace():
         try:
             return text, etree.fromstring(body, _UTF8_PARSER)
         except etree.XMLSyntaxError:

@@ -23,13 +23,14 @@ page, a fleet's assembly, a markdown twin) is scanned at commit.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from urllib.parse import urljoin
 
-from skillgraph.files import write_atomic
 from skillgraph.items import sha256_text
 from skillgraph.markdown import CODE_SPAN, IN_FENCE, Line, scan
 from skillgraph.urls import page_key
@@ -210,22 +211,65 @@ def rewrite_files(folder: Path, pages: list[PageFile], links: LocalLinks) -> lis
     that changed. A pure function of its arguments and the files, so a build's
     commit can hand chunks of its pages to worker processes. A page given with
     its link offsets is spliced when its file still holds the text they were
-    read in (its hash says so), else scanned.
+    read in (its hash says so), else scanned. An absolute destination is
+    resolved once a chunk, however many pages name it (a docs site names
+    the same pages from every page). The file is read as
+    ``Path.read_text`` reads it (universal newlines) and overwritten with
+    :func:`_overwrite`: ``folder`` is a staging build no one reads yet.
     """
     changed = []
+    absolute: dict[str, str | None] = {}  # target of each http(s) destination: the same from every page
     for page in pages:
         url, file = page[0], page[1]
         path = folder / file
-        text = path.read_text("utf-8")
-        target = partial(links.target, base=url)
-        if len(page) == 4 and sha256_text(text) == page[3]:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        if "\r" in text:  # Path.read_text's universal newlines
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            digest = sha256_text(text)
+        else:
+            digest = hashlib.sha256(data).hexdigest()
+        target = partial(_memo_target, links, url, absolute)
+        if len(page) == 4 and digest == page[3]:
             text, count = rewrite_at(text, page[2], target)
         else:
             text, count = rewrite_links(text, target)
         if count:
-            write_atomic(path, text)
-            changed.append((file, sha256_text(text), count))
+            payload = text.encode("utf-8")
+            _overwrite(path, payload)
+            changed.append((file, hashlib.sha256(payload).hexdigest(), count))
     return changed
+
+
+def _memo_target(links: LocalLinks, base: str, absolute: dict[str, str | None], dest: str) -> str | None:
+    """``links.target(dest, base=base)``; an absolute ``dest`` is looked up in ``absolute`` first (no base needed)."""
+    if dest.startswith(("http://", "https://")):
+        try:
+            return absolute[dest]
+        except KeyError:
+            new = absolute[dest] = links.target(dest)
+            return new
+    return links.target(dest, base=base)
+
+
+def _overwrite(path: Path, payload: bytes) -> None:
+    """Write ``payload`` over the file at ``path`` (which exists) in place, then cut it to its length.
+
+    Not :func:`~skillgraph.files.write_atomic`: the files rewritten are in the build's staging folder, which
+    becomes visible only when the commit switches the graph's symlink to it (a failed write fails the build).
+    Renaming a new file over one whose data is not yet on disk makes ext4 allocate and flush that data at the
+    rename (its ``auto_da_alloc``), and so does a truncation to zero: 0.2-0.7 ms of kernel CPU a page on the
+    Python docs, ten times the write. Overwriting the pages in the page cache and truncating to the new
+    length costs neither. ``O_NOFOLLOW``: a page file is never a symlink.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+        os.ftruncate(fd, len(payload))
+    finally:
+        os.close(fd)
 
 
 class LocalLinks:

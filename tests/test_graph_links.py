@@ -221,3 +221,32 @@ def test_files_rewritten_in_place_are_the_plain_rewrite(tmp_path: Path) -> None:
         assert fast.read_bytes() == plain.read_bytes(), page[1]
         assert not fast.is_symlink() and fast.stat().st_mode & 0o777 == 0o644
     assert [p.name for p in (tmp_path / "fast").iterdir() if not p.name.endswith(".md")] == [], "no temp file left"
+
+
+def test_link_offsets_are_the_two_passes_on_random_texts_and_every_python_docs_page() -> None:
+    """The fast code-span pattern finds markdown.CODE_SPAN's spans (whole texts and ranges of them), and the
+    offsets noted are where the two passes of the scanned rewrite find links: 30,000 random texts made of what
+    matters (backtick runs, link openers and closers, fences, line ends) and every Python docs page."""
+    import random
+
+    from skillgraph.graph.links import _CODE_SPAN_FAST, _decode, _prose_links_two_passes, link_offsets, prose_runs
+    from skillgraph.markdown import CODE_SPAN, scan
+
+    def two_passes(markdown: str) -> list[int]:
+        found: list[int] = []
+        for start, end in prose_runs(scan(markdown)):
+            _prose_links_two_passes(markdown, start, end, found)
+        return found
+
+    pieces = ["`", "``", "```", "~~~", "](", ")", "(", "[a", "](x)", "](#y)", "](u`v)", " ", "\n", "\r\n", "\r", "a",
+              "b c", "\\", "> ", "- ", "    ", "é"]
+    rng = random.Random(22)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(30_000)]
+    texts += [markdown for _, markdown in docs_markdown()]
+    for text in texts:
+        start, end = sorted(rng.randint(0, len(text)) for _ in range(2))
+        for pos, endpos in ((0, len(text)), (start, end)):
+            assert [m.span() for m in _CODE_SPAN_FAST.finditer(text, pos, endpos)] == \
+                [m.span() for m in CODE_SPAN.finditer(text, pos, endpos)], (text, pos, endpos)
+        assert list(_decode(link_offsets(text))) == two_passes(text), text
+        assert link_offsets(text, scan(text)) == link_offsets(text)

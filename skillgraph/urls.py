@@ -99,10 +99,11 @@ _PATH_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 
 
 #: An absolute http(s) URL that ``urljoin`` gives back as it is, whatever the base: a host, then a path or
-#: nothing; ASCII without whitespace, controls, brackets, ``;``, ``?`` or ``#`` (what it would strip, take
-#: apart or put back otherwise). Same scheme as the base: taken apart and put together again, unchanged;
-#: another: returned as given.
-_PLAIN_ABSOLUTE = re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,=@%:-]+(?:/[A-Za-z0-9._~!$&'()*+,=@%:/-]*)?").fullmatch
+#: nothing, then a query or nothing (not an empty one); ASCII without whitespace, controls, brackets, ``;``
+#: or ``#`` (what it would strip, take apart or put back otherwise). Same scheme as the base: taken apart
+#: and put together again, unchanged; another: returned as given.
+_PLAIN_ABSOLUTE = re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,=@%:-]+(?:/[A-Za-z0-9._~!$&'()*+,=@%:/-]*)?"
+                             r"(?:\?[A-Za-z0-9._~!$&'()*+,=@%:/?-]+)?").fullmatch
 
 
 def join(base: str, href: str) -> str:

@@ -85,7 +85,8 @@ def test_join_gives_urljoins_answers_for_random_absolute_and_relative_references
     rng = random.Random(16)
     skipped = 0
     for _ in range(100_000):
-        href = rng.choice(["http://", "https://", "http:/", "https:", "hTTp://", "h", "http://h/", "", "a/"]) + \
+        href = rng.choice(["http://", "https://", "http:/", "https:", "hTTp://", "h", "http://h/", "", "a/", "/", "//",
+                           "http://h/a?", "http://h?"]) + \
             "".join(rng.choice(pieces) for _ in range(rng.randint(0, 7)))
         base = rng.choice(bases)
         answers = []

@@ -98,17 +98,30 @@ def _directory(base: str) -> str | None:
 _PATH_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-~")
 
 
+#: An absolute http(s) URL that ``urljoin`` gives back as it is, whatever the base: a host, then a path or
+#: nothing, then a query or nothing (not an empty one); ASCII without whitespace, controls, brackets, ``;``
+#: or ``#`` (what it would strip, take apart or put back otherwise). Same scheme as the base: taken apart
+#: and put together again, unchanged; another: returned as given.
+_PLAIN_ABSOLUTE = re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,=@%:-]+(?:/[A-Za-z0-9._~!$&'()*+,=@%:/-]*)?"
+                             r"(?:\?[A-Za-z0-9._~!$&'()*+,=@%:/?-]+)?").fullmatch
+
+
 def join(base: str, href: str) -> str:
     """``urljoin(base, href)``, fast for the links of docs pages.
 
     A docs page names the same few pages hundreds of times under different
     anchors, and the pages of one directory share their relative links: the
     join is cached without the fragment, which is appended again, and a
-    relative path is joined with the base's directory, not the page.
+    relative path is joined with the base's directory, not the page. Links
+    to other sites are mostly plain absolute URLs, each named once: those
+    are not joined (nor cached) at all (:data:`_PLAIN_ABSOLUTE`).
     """
     reference, hash_, fragment = href.partition("#")
     if not reference:
         return base.split("#", 1)[0] + hash_ + fragment if hash_ else base
+    if reference[0] == "h" and _PLAIN_ABSOLUTE(reference):  # urljoin gives it back as it is: no cache to fill
+        _directory(base)  # urljoin parses the base first: a base it refuses is refused here too
+        return href
     directory = _directory(base) if reference[0] in _PATH_START and ":" not in reference else None
     joined = _join(directory if directory is not None else base, reference)
     return joined + hash_ + fragment if hash_ else joined

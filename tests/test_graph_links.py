@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -91,6 +92,19 @@ def test_worker_processes_rewrite_a_large_graph_to_the_same_files_and_hashes(tmp
     assert f"[code]({SITE}p/1.html)" in page_one  # fenced code untouched
 
 
+@functools.cache
+def docs_markdown() -> list[tuple[str, str]]:
+    """Every page of the Python docs, extracted: ``(url under SITE, markdown)``."""
+    from skillgraph.extract import extract_html
+    from tests.conftest import PYTHON_DOCS
+
+    pages = []
+    for path in sorted(PYTHON_DOCS.rglob("*.html")):
+        url = SITE + path.relative_to(PYTHON_DOCS).as_posix()
+        pages.append((url, extract_html(path.read_bytes(), url).markdown))
+    return pages
+
+
 HARD = (f"a [b]({SITE}guide/a.html) `[x]({SITE}guide/a.html)` ``[z](w) ` still code`` and [c](../index.html)\n\n"
         f"```\n[no]({SITE}guide/a.html)\n```\n> ```\n> [q]({SITE}guide/a.html)\n> ```\n"
         f"- item [l]({SITE}index.html#x)\n  ~~~\n  [m]({SITE}index.html)\n  ~~~\n"
@@ -155,3 +169,84 @@ def test_link_offsets_fast_paths_find_what_the_two_passes_find() -> None:
         expected = two_passes(markdown)
         assert list(_decode(link_offsets(markdown))) == expected, markdown
         assert link_offsets(markdown, scan(markdown)) == link_offsets(markdown)
+
+
+def test_files_rewritten_in_place_are_the_plain_rewrite(tmp_path: Path) -> None:
+    """rewrite_files (bytes read, hashes of the bytes, absolute targets memoised, files overwritten in place) gives
+    the files, hashes and counts of the plain way: Path.read_text, links.target per link, a new file renamed over.
+
+    Texts that shrink, grow (relative links made absolute), carry CRLF or lone CR line ends (read_text's universal
+    newlines), stale offsets, no offsets, and every Python docs page extracted.
+    """
+    from functools import partial
+
+    from skillgraph.files import write_atomic
+    from skillgraph.graph.links import link_offsets, rewrite_at, rewrite_files
+    from skillgraph.items import sha256_text
+
+    samples = [(SITE + "guide/hard.html", HARD), (SITE + "guide/b.html", "[a](a.html) [up](../index.html)\n" * 3),
+               (SITE + "guide/crlf.html", HARD.replace("\n", "\r\n")),
+               (SITE + "guide/cr.html", HARD.replace("\n", "\r")),
+               (SITE + "guide/none.html", "no link\n"), (SITE + "guide/stale.html", HARD)]
+    samples += docs_markdown()
+    files = [(url, f"{n}.md") for n, (url, _) in enumerate(samples)]
+    graph = LocalLinks([*files, (SITE + "guide/a.html", "guide-a.md")],
+                       aliases={SITE: SITE + "index.html"}, old_files={"old-a.md": SITE + "guide/a.html"})
+    pages: list[tuple[str, str] | tuple[str, str, bytes, str]] = []
+    for way in ("plain", "fast"):
+        (tmp_path / way).mkdir()
+    for n, (url, markdown) in enumerate(samples):
+        for way in ("plain", "fast"):
+            (tmp_path / way / f"{n}.md").write_bytes(markdown.encode())
+        noted = link_offsets("moved " + markdown) if url.endswith("stale.html") else link_offsets(markdown)
+        pages.append((url, f"{n}.md", noted, sha256_text(markdown)) if n % 5 else (url, f"{n}.md"))
+
+    expected = []
+    for page in pages:
+        path = tmp_path / "plain" / page[1]
+        text = path.read_text("utf-8")
+        target = partial(graph.target, base=page[0])
+        if len(page) == 4 and sha256_text(text) == page[3]:
+            text, count = rewrite_at(text, page[2], target)
+        else:
+            text, count = rewrite_links(text, target)
+        if count:
+            write_atomic(path, text)
+            expected.append((page[1], sha256_text(text), count))
+
+    assert rewrite_files(tmp_path / "fast", pages, graph) == expected
+    assert len(expected) > 400
+    for page in pages:
+        plain, fast = tmp_path / "plain" / page[1], tmp_path / "fast" / page[1]
+        assert fast.read_bytes() == plain.read_bytes(), page[1]
+        assert not fast.is_symlink() and fast.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in (tmp_path / "fast").iterdir() if not p.name.endswith(".md")] == [], "no temp file left"
+
+
+def test_link_offsets_are_the_two_passes_on_random_texts_and_every_python_docs_page() -> None:
+    """The fast code-span pattern finds markdown.CODE_SPAN's spans (whole texts and ranges of them), and the
+    offsets noted are where the two passes of the scanned rewrite find links: 30,000 random texts made of what
+    matters (backtick runs, link openers and closers, fences, line ends) and every Python docs page."""
+    import random
+
+    from skillgraph.graph.links import _CODE_SPAN_FAST, _decode, _prose_links_two_passes, link_offsets, prose_runs
+    from skillgraph.markdown import CODE_SPAN, scan
+
+    def two_passes(markdown: str) -> list[int]:
+        found: list[int] = []
+        for start, end in prose_runs(scan(markdown)):
+            _prose_links_two_passes(markdown, start, end, found)
+        return found
+
+    pieces = ["`", "``", "```", "~~~", "](", ")", "(", "[a", "](x)", "](#y)", "](u`v)", " ", "\n", "\r\n", "\r", "a",
+              "b c", "\\", "> ", "- ", "    ", "é"]
+    rng = random.Random(22)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(30_000)]
+    texts += [markdown for _, markdown in docs_markdown()]
+    for text in texts:
+        start, end = sorted(rng.randint(0, len(text)) for _ in range(2))
+        for pos, endpos in ((0, len(text)), (start, end)):
+            assert [m.span() for m in _CODE_SPAN_FAST.finditer(text, pos, endpos)] == \
+                [m.span() for m in CODE_SPAN.finditer(text, pos, endpos)], (text, pos, endpos)
+        assert list(_decode(link_offsets(text))) == two_passes(text), text
+        assert link_offsets(text, scan(text)) == link_offsets(text)

@@ -71,6 +71,35 @@ def test_join_keeps_urljoins_answers() -> None:
         assert join(base, href) == urljoin(base, href), href
 
 
+def test_join_gives_urljoins_answers_for_random_absolute_and_relative_references() -> None:
+    """The joins that are skipped (plain absolute URLs) or cached give urljoin's answer, or its ValueError, whatever the
+    base: 100,000 references made of what urljoin strips, splits or refuses, against bases good and bad."""
+    import random
+
+    from skillgraph.urls import _PLAIN_ABSOLUTE
+
+    pieces = ["h", "H", "x.org", ":80", ":", "/", "//", "a", "..", ".", "?", "q=1", ";p", " ", "\t", "\n", "[::1]", "[",
+              "]", "@", "%41", "\u00e9", "~", "+", "!", "\\", "\x00", "\x7f"]
+    bases = ["http://h/a/b.html", "https://h/", "HTTP://H/x", "ftp://f/x", "", "http://[bad/x", "http://h/a?q#f",
+             "file:///x", "//h/x", "http://h"]
+    rng = random.Random(16)
+    skipped = 0
+    for _ in range(100_000):
+        href = rng.choice(["http://", "https://", "http:/", "https:", "hTTp://", "h", "http://h/", "", "a/", "/", "//",
+                           "http://h/a?", "http://h?"]) + \
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 7)))
+        base = rng.choice(bases)
+        answers = []
+        for way in (urljoin, join):
+            try:
+                answers.append(way(base, href))
+            except ValueError:
+                answers.append("ValueError")
+        assert answers[0] == answers[1], (base, href)
+        skipped += bool(_PLAIN_ABSOLUTE(href))
+    assert skipped > 5_000
+
+
 def test_arrival_order_hands_results_back_in_the_order_pages_arrived() -> None:
     async def run() -> list[int]:
         order, seen = ArrivalOrder(), []

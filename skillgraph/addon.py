@@ -179,6 +179,7 @@ ITEM_PIPELINES: dict[str, int] = {
 
 SPIDER_MIDDLEWARES: dict[str, int] = {
     "skillgraph.middlewares.resume.ResumeJournal": 50,  # JOBDIR runs resume into a complete graph
+    "skillgraph.middlewares.page_errors.PageErrors": 60,  # a page whose evaluation raised is skipped, not lost
 }
 
 #: Scrapy components whose switch is off (POLITE, unless a user turns it on): left out of Scrapy's

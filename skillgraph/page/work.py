@@ -149,7 +149,10 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
         seen.add(reference)
         if reference.startswith(_SKIPPED_SCHEMES):
             continue
-        link = join(base, reference)  # page_key(join(base, href)), the fragment never joined
+        try:
+            link = join(base, reference)  # page_key(join(base, href)), the fragment never joined
+        except ValueError:  # not a URL ("http://[user@]host/path", a bad port): no page to follow
+            continue
         if link in inside or link in outside:
             continue
         place = link_place(link, scope, NOT_PAGES)

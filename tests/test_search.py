@@ -36,7 +36,8 @@ FROZEN = {"dev.json": "e14ac59b03b14e6fa16657001a76b66bb979eba97abbf4c2f2d69fdad
           "heldout.json": "1c248f76ff15da5f39e7a53631a5c2a51a038d704d2b9e7e429f129385a411aa",
           "heldout2.json": "ad0d66aa70e1b0c8022efd727051c3dae8a409d511879c54e114cc822fb6a62b",
           "heldout3.json": "599cb9960e71ca8b07f301dbbc2f5e1a6052eb6f872916d227b07d1e58a5983e",
-          "heldout5.json": "79693a62db2fd4fb236b490928446931c7d47b9389e535974a1675d4bb907c4a"}
+          "heldout5.json": "79693a62db2fd4fb236b490928446931c7d47b9389e535974a1675d4bb907c4a",
+          "heldout6.json": "6572dd296792901927cc843587bf46b0fe4bc15e2290b683ee5d4369fe9749bf"}
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,11 @@ def test_the_question_sets_are_frozen() -> None:
     assert not {item["pages"][0] for s in ("paraphrased", "keyword") for item in fifth[s]} & earlier
     assert {p.split(":")[0] for s in ("paraphrased", "keyword") for item in fifth[s] for p in item["pages"]} == corpora
     assert (len(fifth["paraphrased"]), len(fifth["keyword"]), len(fifth["nonsense"])) >= (50, 15, 10)
+    sixth = json.loads((FIXTURES / "heldout6.json").read_text())  # issue 24 round 4: pages no earlier set targets
+    earlier |= {p for s in ("paraphrased", "keyword") for item in fifth[s] for p in item["pages"]}
+    assert not {item["pages"][0] for s in ("paraphrased", "keyword") for item in sixth[s]} & earlier
+    assert {p.split(":")[0] for s in ("paraphrased", "keyword") for item in sixth[s] for p in item["pages"]} == corpora
+    assert (len(sixth["paraphrased"]), len(sixth["keyword"]), len(sixth["nonsense"])) >= (50, 15, 10)
 
 
 def test_default_embedder_is_the_neural_model(corpus: dict[str, Any]) -> None:

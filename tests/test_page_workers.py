@@ -188,6 +188,8 @@ def test_close_lets_the_workers_exit_and_leaves_no_descriptor_open(
         pipes.close()  # twice is harmless
         with pytest.raises(RuntimeError):
             pipes.submit(echo, 2)
+        with pytest.raises(RuntimeError):
+            pipes.run(echo, 3)
         return [process.exitcode for process in processes]
 
     run(one_pool())  # the fork server is up from here on (its connection stays open for the process)

@@ -173,6 +173,8 @@ class WorkerPipes(Executor):
     def run(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """``function(*args)`` in a worker, from the loop's thread: its outcome, as an asyncio future."""
         assert self.loop is not None
+        if self.closed:
+            raise RuntimeError("cannot run a job on closed worker processes")
         future = self.loop.create_future()
         self._hand(pickle.dumps((function, args), _PROTOCOL), future)
         return future

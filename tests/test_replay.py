@@ -40,12 +40,13 @@ def replay(redis_url: str, items: Path) -> tuple[int, list[dict]]:
 def test_outage_mid_crawl_then_replay_exactly_once(crawl, slow_docs: SiteServer, redis_server: RedisServer,  # noqa: F811
                                                    tmp_path: Path) -> None:
     stopped = threading.Event()
-    watcher = threading.Thread(target=stop_when_queued, args=(redis_server, 3, stopped), daemon=True)
+    watcher = threading.Thread(target=stop_when_queued, args=(redis_server, 1, stopped), daemon=True)
     watcher.start()
     result = crawl("docs", url=slow_docs.url + "library/index.html", graph="pydocs", settings={
         "REDIS_URL": redis_server.url, "SKILLGRAPH_MAX_PAGES": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         "SKILLGRAPH_DISTRIBUTED_ENABLED": False,  # Redis for state and queue only: the queue's outage; one page at a
-        # time (0.15 s each), so Redis is down well before more than 10 of the 16 documents are pushed
+        # time (0.15 s each): Redis is stopped once the first document is queued, so that a late stop still leaves
+        # several pending (one CI run pushed 12 of 16 when it was stopped at the third; locally 3-4 are pushed)
         "SKILLGRAPH_RECENCY_HOURS": 0, "SKILLGRAPH_RENDER_ENABLED": False,
         "SKILLGRAPH_SSRF_ALLOWLIST": f"127.0.0.1:{slow_docs.port}"})
     watcher.join(timeout=5)
@@ -60,7 +61,7 @@ def test_outage_mid_crawl_then_replay_exactly_once(crawl, slow_docs: SiteServer,
     assert {d["url"] for d in docs.values()} == {p["url"] for p in pages}, "every document is on disk"
     assert all(sha == doc["sha256"] and doc["markdown"] for sha, doc in docs.items())
     pending = sorted(p.name for p in (items / "pending").iterdir())
-    assert stats["skillgraph/dual_write/pending"] == len(pending) >= 6
+    assert stats["skillgraph/dual_write/pending"] == len(pending) >= 2, "several documents left pending"
     assert stats["skillgraph/dual_write/pushed"] + len(pending) == 16
     assert stats["skillgraph/state/redis_error"] >= 1
     assert "Redis queue unreachable" in result.log

@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
+def write_all(fd: int, *parts: bytes) -> None:
+    """Write each of ``parts`` whole to the blocking descriptor ``fd`` (``os.write`` may write less than asked)."""
+    for part in parts:
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view):]
+
+
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644, durable: bool = False) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` atomically, with ``mode``; ``durable`` fsyncs first."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -93,9 +101,7 @@ class Batch:
         try:
             if mode & self.umask:
                 os.fchmod(fd, mode)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, payload)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urljoin
 
+from skillgraph.files import write_all
 from skillgraph.items import sha256_text
 from skillgraph.markdown import CODE_SPAN, IN_FENCE, Line, scan
 from skillgraph.urls import page_key
@@ -274,9 +275,7 @@ def _overwrite(path: Path, payload: bytes) -> None:
     """
     fd = os.open(path, _OVERWRITE_FLAGS)
     try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, payload)
         os.ftruncate(fd, len(payload))
     finally:
         os.close(fd)

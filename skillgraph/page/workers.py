@@ -41,6 +41,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
 from typing import Any
 
+from skillgraph.files import write_all
+
 #: Jobs a worker holds at once: the one it works on and the next, already in its pipe.
 IN_FLIGHT = 2
 _HEADER = 8  #: bytes of a message's length, big-endian, before the message
@@ -72,7 +74,7 @@ def serve(jobs: int, results: int, initializer: Callable[[], None] | None) -> No
             outcome = pickle.dumps((True, function(*args)), _PROTOCOL)
         except BaseException as exc:  # handed to the job's future, as ProcessPoolExecutor does
             outcome = _failure(exc)
-        _write_all(results, len(outcome).to_bytes(_HEADER, "big"), outcome)
+        write_all(results, len(outcome).to_bytes(_HEADER, "big"), outcome)
 
 
 def _serve_connections(jobs: Connection, results: Connection, initializer: Callable[[], None] | None) -> None:
@@ -86,13 +88,6 @@ def _failure(exc: BaseException) -> bytes:
         return pickle.dumps((False, (exc, remote)), _PROTOCOL)
     except Exception:  # an exception that does not pickle: its text, as a RuntimeError
         return pickle.dumps((False, (RuntimeError(f"{type(exc).__name__}: {exc}"), remote)), _PROTOCOL)
-
-
-def _write_all(fd: int, *parts: bytes) -> None:
-    for part in parts:
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view):]
 
 
 def _read_exactly(fd: int, size: int) -> bytes:

@@ -40,10 +40,10 @@ _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
 _FIELD = re.compile(r"^(\*\*|__)[^*_]{1,40}:(\*\*|__)")
 #: A word of a description: letters only (an apostrophe or hyphen inside), punctuation around it aside.
 _WORD = re.compile(r"^[(\"'“‘]*([^\W\d_]{2,}(?:['’-][^\W\d_]+)*)[)\"'”’.,;:!?]*$")
-#: Words a description line must have: 3 ("Memory allocation APIs"), 4 beside a number ("New in version 3.16."
-#: and "Release 3.19.0 11 Apr 2022" are stamps, not descriptions).
 #: A line of emphasis only ("*Part of the Stable ABI.*", "*Return value: New reference.*"): an annotation.
 _ANNOTATION = re.compile(r"^(?:\*[^*\s][^*]*\*\s*)+$|^(?:_[^_\s][^_]*_\s*)+$")
+#: Words a description line must have: 3 ("Memory allocation APIs"), 4 beside a number ("New in version 3.16."
+#: and "Release 3.19.0 11 Apr 2022" are stamps, not descriptions).
 MIN_DESCRIPTION_WORDS = 3
 MIN_DESCRIPTION_WORDS_WITH_NUMBERS = 4
 #: Terms of legal text, which opens many manuals' front pages (copyright lines, permission notices, warranty

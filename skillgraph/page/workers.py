@@ -135,6 +135,9 @@ class WorkerPipes(Executor):
                 self.workers.append(self._spawn(context, initializer))
         except BaseException:
             self._kill()
+            for worker in self.workers:
+                os.close(worker.jobs)
+                os.close(worker.results)
             raise
 
     @staticmethod
@@ -171,7 +174,9 @@ class WorkerPipes(Executor):
         if self.closed:
             raise RuntimeError("cannot run a job on closed worker processes")
         future = self.loop.create_future()
-        self._hand(pickle.dumps((function, args), _PROTOCOL), future)
+        payload = pickle.dumps((function, args), _PROTOCOL)
+        with self.lock:  # the queues are shared with a thread that may be waiting in :meth:`wait`
+            self._hand(payload, future)
         return future
 
     def _readable(self, worker: _Worker) -> None:

@@ -15,7 +15,9 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 import pytest
 
@@ -46,22 +48,29 @@ def context() -> multiprocessing.context.ForkServerContext:
     return multiprocessing.get_context("forkserver")
 
 
+@contextmanager
+def running(count: int, context: multiprocessing.context.ForkServerContext) -> Iterator[WorkerPipes]:
+    """``count`` workers read by the running loop, closed on the way out."""
+    pipes = WorkerPipes(count, context)
+    pipes.attach(asyncio.get_running_loop())
+    try:
+        yield pipes
+    finally:
+        pipes.close()
+
+
 def run(coroutine: object) -> object:
     return asyncio.run(coroutine)  # type: ignore[arg-type]
 
 
 def test_results_come_back_whole_and_to_their_job(context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> list[object]:
-        pipes = WorkerPipes(2, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(2, context) as pipes:
             values: list[object] = [BIG if i % 9 == 0 else (i, "x" * i) for i in range(120)]
             results = await asyncio.gather(*(pipes.run(echo, value) for value in values))
             assert results == values
             pids = set(await asyncio.gather(*(pipes.run(nap_pid, 0.01) for _ in range(8))))
             return sorted(pids)
-        finally:
-            pipes.close()
 
     pids = run(main())
     assert len(pids) == 2, "both workers took jobs"  # type: ignore[arg-type]
@@ -75,9 +84,7 @@ def nap_pid(seconds: float) -> int:
 def test_a_big_job_for_a_busy_worker_does_not_block_the_loop(
         context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> None:
-        pipes = WorkerPipes(1, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(1, context) as pipes:
             busy = pipes.run(nap, 0.3)
             big = pipes.run(echo, BIG)  # the worker is asleep: the pipe takes ~64 kB of it, the loop the rest
             assert pipes.workers[0].outbox, "the job was written whole, blocking the loop on a busy worker"
@@ -85,24 +92,18 @@ def test_a_big_job_for_a_busy_worker_does_not_block_the_loop(
             assert await busy == 0.3
             assert await big == BIG
             assert not pipes.workers[0].outbox and not pipes.workers[0].writing
-        finally:
-            pipes.close()
 
     run(main())
 
 
 def test_at_most_two_jobs_per_worker_the_rest_wait_here(context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> None:
-        pipes = WorkerPipes(2, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(2, context) as pipes:
             futures = [pipes.run(nap, 0.05) for _ in range(9)]
             assert [len(worker.waiting) for worker in pipes.workers] == [2, 2]
             assert len(pipes.backlog) == 5
             assert await asyncio.gather(*futures) == [0.05] * 9
             assert not pipes.backlog and all(not worker.waiting for worker in pipes.workers)
-        finally:
-            pipes.close()
 
     run(main())
 
@@ -110,16 +111,12 @@ def test_at_most_two_jobs_per_worker_the_rest_wait_here(context: multiprocessing
 def test_an_exception_in_a_worker_reaches_its_job_with_the_workers_traceback(
         context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> None:
-        pipes = WorkerPipes(1, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(1, context) as pipes:
             with pytest.raises(ValueError, match="broken page") as caught:
                 await pipes.run(fail, "broken page")
             assert isinstance(caught.value.__cause__, RemoteTraceback)
             assert "in fail" in str(caught.value.__cause__)
             assert await pipes.run(echo, "still working") == "still working"
-        finally:
-            pipes.close()
 
     run(main())
 
@@ -129,16 +126,12 @@ def test_submit_and_wait_on_the_loops_thread_reads_the_pipes_itself(
     """The graph's commit hands chunks to the workers and blocks the loop's thread until they answer."""
 
     async def main() -> None:
-        pipes = WorkerPipes(2, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(2, context) as pipes:
             futures = [pipes.submit(echo, i) for i in range(7)] + [pipes.submit(echo, BIG)]
             # no await: the loop never runs its readers while this thread waits
             assert [future.result() for future in futures[:7]] == list(range(7))
             assert futures[7].result() == BIG
             assert await pipes.run(echo, "loop again") == "loop again"  # the loop's own reading still works
-        finally:
-            pipes.close()
 
     run(main())
 
@@ -146,9 +139,7 @@ def test_submit_and_wait_on_the_loops_thread_reads_the_pipes_itself(
 def test_a_worker_that_dies_fails_every_job_not_answered_and_never_hangs(
         context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> None:
-        pipes = WorkerPipes(2, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
+        with running(2, context) as pipes:
             victim = pipes.workers[0].process.pid
             futures = [pipes.run(nap, 2.0) for _ in range(6)]
             os.kill(victim, signal.SIGKILL)
@@ -157,8 +148,6 @@ def test_a_worker_that_dies_fails_every_job_not_answered_and_never_hangs(
             with pytest.raises(BrokenProcessPool):
                 await pipes.run(echo, 1)
             assert not any(worker.process.is_alive() for worker in pipes.workers), "the other worker is stopped"
-        finally:
-            pipes.close()
 
     run(main())
 
@@ -166,13 +155,8 @@ def test_a_worker_that_dies_fails_every_job_not_answered_and_never_hangs(
 def test_a_job_that_ends_its_worker_breaks_the_pool_with_a_reason(
         context: multiprocessing.context.ForkServerContext) -> None:
     async def main() -> None:
-        pipes = WorkerPipes(1, context)
-        pipes.attach(asyncio.get_running_loop())
-        try:
-            with pytest.raises(BrokenProcessPool, match="page worker process"):
-                await asyncio.wait_for(pipes.run(exit_now, 3), 30)
-        finally:
-            pipes.close()
+        with running(1, context) as pipes, pytest.raises(BrokenProcessPool, match="page worker process"):
+            await asyncio.wait_for(pipes.run(exit_now, 3), 30)
 
     run(main())
 

@@ -532,6 +532,21 @@ def test_a_long_ordered_list_keeps_its_code_a_fence() -> None:
     assert not re.search(r"^ {4,}```", md, re.M), "no fence indented four spaces or more"
 
 
+def test_docutils_html5_footnotes_in_asides_are_the_page_s_text() -> None:
+    """docutils 0.18+ (Sphinx 5+, the Python 3.11 docs) writes footnotes as aside.footnote: text, not a sidebar."""
+    md = html_to_markdown('<main><h1>Options</h1><p>Values are parsed as lists<a class="footnote-reference brackets" '
+                          'href="#opt-2" id="id3" role="doc-noteref"><span class="fn-bracket">[</span>3'
+                          '<span class="fn-bracket">]</span></a>.</p><aside class="footnote-list brackets">'
+                          '<aside class="footnote brackets" id="opt-2" role="note"><span class="label">'
+                          '<span class="fn-bracket">[</span><a role="doc-backlink" href="#id3">3</a>'
+                          '<span class="fn-bracket">]</span></span><p>Markers <strong>must</strong> dangle:</p>'
+                          '<div class="highlight-ini notranslate"><div class="highlight"><pre><span></span>'
+                          '<span class="k">[options.extras_require]</span>\npdf =\n  RXP\n</pre></div></div>'
+                          "</aside></aside><aside>Sidebar chrome</aside></main>", None)
+    assert "Markers **must** dangle:\n\n```ini\n[options.extras_require]\npdf =\n  RXP\n```" in md
+    assert "Sidebar chrome" not in md
+
+
 def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)
@@ -552,6 +567,8 @@ def test_kind_memo_of_tag_and_class_keeps_every_rule() -> None:
     assert kind(el('<aside class="note">a</aside>'), "aside") == SKIP
     assert kind(el('<aside class="admonition">a</aside>'), "aside") == ADMONITION
     assert kind(el('<div class="admonition">a</div>'), "div") == ADMONITION
+    assert kind(el('<aside class="footnote brackets" role="note">a</aside>'), "aside") == 0
+    assert kind(el('<aside class="footnote-list brackets">a</aside>'), "aside") == 0
     assert kind(el('<div class="admonition" role="navigation">a</div>'), "div") == SKIP
     assert kind(el('<div class="admonition" id="x">a</div>'), "div") == ADMONITION
 

@@ -72,6 +72,9 @@ ADMONITION_TOKENS = frozenset(
 )
 #: Lists used for page layout (Javadoc), rendered as plain containers.
 _LAYOUT_TOKENS = frozenset(["summary-list", "member-list", "details-list", "block-list", "blockList"])
+#: Class tokens of an ``aside`` that is the page's text: docutils' HTML5 writer (0.18+, Sphinx 5+) puts
+#: footnotes in ``aside.footnote-list`` > ``aside.footnote`` (older writers in ``dl.footnote``).
+_NOTE_TOKENS = frozenset(["footnote", "footnote-list"])
 #: Class tokens of code containers that hold lines without a ``<pre>`` (Doxygen ``div.fragment``).
 CODE_TOKENS = frozenset(["fragment", "programlisting", "codeblock", "code-block", "listing", "sourcecode"])
 _SIG_DL_TOKENS = frozenset(
@@ -130,7 +133,7 @@ def _classify(tag: str, cls: str) -> int:
         flags |= SIGNATURE
     if tag == "details" and KINDS.intersection(tokens):
         flags |= ADMONITION
-    if tag == "aside" and not flags & ADMONITION:
+    if tag == "aside" and not flags & ADMONITION and _NOTE_TOKENS.isdisjoint(tokens):
         return SKIP
     return flags
 

@@ -491,6 +491,20 @@ def test_a_pre_holding_layout_is_read_as_blocks() -> None:
     assert md.count("```") == 2
 
 
+def test_a_popup_menu_inside_a_pre_is_neither_its_layout_nor_its_text() -> None:
+    """HAProxy's manual: a Bootstrap dropdown (ul.dropdown-menu, hidden until clicked) on a keyword in a text block."""
+    md = html_to_markdown('<main><h1>Configuration</h1><pre class="text">Assigns a directory used with &quot;'
+                          '<span class="dropdown"><a class="dropdown-toggle" href="#">ca-file<span class="caret">'
+                          '</span></a><ul class="dropdown-menu"><li class="dropdown-header">This keyword is available '
+                          'in sections :</li><li><a href="#ca-file-bind">Bind options</a></li></ul></span>&quot;\n'
+                          "directives.\n\n  Example:\n        ca-base /etc/ssl\n</pre>"
+                          '<p>More <span class="dropdown"><a href="#">x</a><ul class="dropdown-menu"><li>'
+                          "Menu entry</li></ul></span> text.</p></main>", None)
+    assert ('```text\nAssigns a directory used with "ca-file"\ndirectives.\n\n  Example:\n'
+            "        ca-base /etc/ssl\n```") in md
+    assert "available in sections" not in md and "Menu entry" not in md and "- " not in md
+
+
 def test_a_note_laid_out_around_an_icon_is_not_a_table() -> None:
     """DocBook XSL admonition graphics: an icon cell spanning the label and body rows."""
     md = html_to_markdown('<main><h1>Files</h1><p>Intro.</p><div class="tip"><table border="0" summary="Tip">'

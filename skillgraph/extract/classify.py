@@ -48,7 +48,7 @@ _SKIP_TOKENS = frozenset(
         "docMainContainer-footer", "toc-tree", "toc-sticky", "toc-title", "toc-container", "toc-wrapper",
         "toc-list", "tocwrapper", "toctree-wrapper", "print:hidden", "print:nx-hidden", "d-print-none", "noprint",
         "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
-        "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer",
+        "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu",
     ]
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lxml import etree
 
+from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import text_of
 
 _LANG_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-", "mw-highlight-lang-", "brush:")
@@ -24,6 +25,9 @@ _KNOWN_LANGS = frozenset(
 _LANG_ALIASES = {"python3": "python", "py3": "python", "pycon3": "pycon", "default": "", "none": ""}
 
 _LINE_ELEMENTS = ("br", "div", "p", "button")
+#: What a browser draws as boxes, not as lines of text: a ``<pre>`` holding one lays a page out.
+_LAYOUT_TAGS = ("table", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "blockquote")
+_LAYOUT_SET = frozenset(_LAYOUT_TAGS)
 
 
 def _needs_walk(pre: etree._Element) -> bool:
@@ -38,6 +42,8 @@ def _needs_walk(pre: etree._Element) -> bool:
         return False
     if next(pre.iter(*_LINE_ELEMENTS), None) is not None:
         return True
+    if next(pre.iter(*_LAYOUT_TAGS), None) is not None:
+        return True  # a popup menu inside the block (chrome, skipped by the walk), or layout
     parent = pre[0] if len(pre) == 1 and pre[0].tag == "code" else pre
     for i, child in enumerate(parent):
         cls = child.get("class")
@@ -54,6 +60,8 @@ _LINE_TAGS = frozenset(["div", "p"])
 def _chrome(el: etree._Element, tag: str) -> bool:
     if tag == "button":
         return True
+    if tag in _LAYOUT_SET:
+        return bool(kind(el, tag) & SKIP)  # a popup menu in the text (Bootstrap's ul.dropdown-menu)
     cls = el.get("class")
     return bool(cls) and ("lineno" in cls or "gutter" in cls or "copy" in cls)
 
@@ -181,18 +189,27 @@ def fence(code: str, lang: str = "") -> str:
     return f"{bar}{lang}\n{code}\n{bar}"
 
 
-#: What a browser draws as boxes, not as lines of text: a ``<pre>`` holding one lays a page out.
-_LAYOUT_TAGS = ("table", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "blockquote")
-
-
 def lays_out(pre: etree._Element) -> bool:
     """Does this ``<pre>`` hold layout (tables, headings, lists) rather than code or literal text?
 
     Some generators wrap a whole page, or a box of it, in ``<pre>`` to keep its spacing; what
     it holds is then a page's structure, read as blocks, not a listing to fence.  Line
-    elements (``div``, ``span``, ``br``) are how highlighters write code and do not count.
+    elements (``div``, ``span``, ``br``) are how highlighters write code and do not count,
+    nor does a box that is chrome or inside chrome: HAProxy's manual puts a Bootstrap
+    dropdown (``ul.dropdown-menu``, hidden until clicked) on keywords inside its text blocks.
     """
-    return bool(len(pre)) and next(pre.iter(*_LAYOUT_TAGS), None) is not None
+    return bool(len(pre)) and any(not _in_chrome(box, pre) for box in pre.iter(*_LAYOUT_TAGS))
+
+
+def _in_chrome(el: etree._Element, pre: etree._Element) -> bool:
+    """Is ``el``, or an element between it and ``pre``, chrome the walk of the block skips?"""
+    node: etree._Element | None = el
+    while node is not None and node is not pre:
+        tag = node.tag
+        if isinstance(tag, str) and _chrome(node, tag):
+            return True
+        node = node.getparent()
+    return False
 
 
 def code_block(pre: etree._Element, known: str | None = None) -> str | None:

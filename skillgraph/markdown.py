@@ -121,7 +121,8 @@ def scan(source: str | Iterable[str]) -> Iterator[Line]:
 
 
 def _scan(lines: Iterable[str], fast: bool) -> Iterator[Line]:
-    """:func:`scan` of ``lines``; ``fast=False`` turns off the fast paths for lines past containers (tests compare)."""
+    """:func:`scan` of ``lines``; ``fast=False`` turns off the fast paths for top-level headings and lines past
+    containers (tests compare)."""
     stack: list[int] = []  # open containers, innermost last: _QUOTE or a list item's content indent
     fence = ""  # the open fence's run; "" outside code
     para: list[str] | None = None  # the open paragraph's lines (a setext heading's title); None when none
@@ -136,7 +137,7 @@ def _scan(lines: Iterable[str], fast: bool) -> Iterator[Line]:
                 if (head != " " and head != fence[0]) or not _closes(line, 0, fence):
                     yield _new(Line, (CODE, raw, 0, 0, "", fence, "", False))
                     continue
-                yield Line(FENCE_CLOSE, raw, 0, fence=fence)
+                yield _new(Line, (FENCE_CLOSE, raw, 0, 0, "", fence, "", False))
                 fence = ""
                 continue
             if head not in _PLAIN_SKIP:  # prose, or a blank line (head "")
@@ -148,6 +149,15 @@ def _scan(lines: Iterable[str], fast: bool) -> Iterator[Line]:
                     para.append(line)
                 yield _new(Line, (TEXT, raw, 0, 0, "", "", "", False))
                 continue
+            if fast and head == "#" and "\t" not in line:  # an ATX heading at the top level (a tab is expanded first)
+                m = _ATX.match(line)
+                if m is not None:
+                    para = None
+                    title = line[m.end():].strip(" ")
+                    if "#" in title:
+                        title = _ATX_CLOSING.sub("", title).strip(" ")
+                    yield _new(Line, (HEADING, raw, 0, len(m.group(1)), title, "", "", False))
+                    continue
         if "\t" in line:
             line = line.expandtabs(4)  # tab stops of 4 columns, as block structure reads them
         pos, matched = 0, 0
@@ -254,13 +264,16 @@ def _blocks(raw: str, line: str, pos: int, depth: int, stack: list[int],
                 m = _OPENER.match(line, pos)
                 if m is not None and not (head == "`" and "`" in m.group(2)):
                     del stack[depth:]
-                    return Line(FENCE_OPEN, raw, depth, fence=m.group(1), info=m.group(2).strip()), m.group(1), None
+                    run = m.group(1)
+                    return _new(Line, (FENCE_OPEN, raw, depth, 0, "", run, m.group(2).strip(), False)), run, None
             elif head == "#":
                 m = _ATX.match(line, pos)
                 if m is not None:
                     del stack[depth:]
-                    title = _ATX_CLOSING.sub("", line[m.end():].strip(" ")).strip(" ")
-                    return Line(HEADING, raw, depth, level=len(m.group(1)), title=title), "", None
+                    title = line[m.end():].strip(" ")
+                    if "#" in title:  # a closing run to drop (the pattern tries every place: most titles hold none)
+                        title = _ATX_CLOSING.sub("", title).strip(" ")
+                    return _new(Line, (HEADING, raw, depth, len(m.group(1)), title, "", "", False)), "", None
             if para is not None and continues and head in "=-" and _SETEXT.match(line, pos):
                 title = " ".join(p.strip() for p in para)
                 return Line(HEADING, raw, depth, level=1 if head == "=" else 2, title=title, setext=True), "", None

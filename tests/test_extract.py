@@ -408,6 +408,66 @@ def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
     assert "toctree-l2" not in markdown
 
 
+def _toctree(*pages: str) -> str:
+    items = "".join(f'<li class="toctree-l1"><a class="reference internal" href="{p}.html">{p.title()}</a>'
+                    f'<ul><li class="toctree-l2"><a href="{p}.html#s">Deep {p}</a></li></ul></li>' for p in pages)
+    return f'<div class="toctree-wrapper compound"><ul>{items}</ul></div>'
+
+
+def test_index_page_toctrees_stay_under_their_headings() -> None:
+    """clang's index: a toctree under each section heading; each list is written where it stands."""
+    body = (f'<section id="top"><h1>Docs</h1><p>Intro.</p>{_toctree("release")}'
+            f'<section id="a"><h2>Using It</h2>{_toctree("manual", "faq")}</section>'
+            f'<section id="b"><h2>As a Library</h2>{_toctree("tooling")}<p>The following are internals:</p>'
+            f'{_toctree("ast")}</section>'
+            '<section id="c"><h2>Indices</h2><ul class="simple"><li><p><a href="genindex.html">Index</a></p></li>'
+            "</ul></section></section>")
+    html = ('<html><head><script src="_static/documentation_options.js"></script><title>Docs</title></head><body>'
+            f'<div class="body" role="main">{body}</div></body></html>')
+    result = extract_html(html, "https://docs.example.com/index.html")
+    assert result.generator == "sphinx"
+    assert result.markdown == (
+        "# Docs\n\nIntro.\n\n- [Release](https://docs.example.com/release.html)\n\n"
+        "## Using It\n\n- [Manual](https://docs.example.com/manual.html)\n- [Faq](https://docs.example.com/faq.html)\n\n"
+        "## As a Library\n\n- [Tooling](https://docs.example.com/tooling.html)\n\nThe following are internals:\n\n"
+        "- [Ast](https://docs.example.com/ast.html)\n\n"
+        "## Indices\n\n- [Index](https://docs.example.com/genindex.html)\n")
+
+
+def test_index_page_tables_of_contents_stay_under_their_headings() -> None:
+    """A DocBook part page with a ``div.toc`` under each heading: each in place, links to other pages only."""
+    def toc(*pages: str) -> str:
+        return ('<div class="toc"><p><b>Table of Contents</b></p><dl class="toc">'
+                + "".join(f'<dt><a href="{p}.html">{p.title()}</a></dt>' for p in pages) + "</dl></div>")
+    html = ("<html><body><div class='part'><h1>Part I</h1>" + toc("one", "two")
+            + "<h2>Appendixes</h2>" + toc("three") + "<h2>See also</h2><p>The reference.</p></div></body></html>")
+    assert html_to_markdown(html, "https://docs.example.com/part.html") == (
+        "# Part I\n\n- [One](https://docs.example.com/one.html)\n- [Two](https://docs.example.com/two.html)\n\n"
+        "## Appendixes\n\n- [Three](https://docs.example.com/three.html)\n\n## See also\n\nThe reference.\n")
+
+
+def test_an_index_page_with_one_table_of_contents_and_no_heading_after_it_ends_with_it() -> None:
+    """A DocBook chapter's toc precedes its introduction: under the same heading, the text comes first."""
+    html = ("<html><body><div class='chapter'><h1 class='title'>Chapter 6. Data</h1><div class='toc'><dl class='toc'>"
+            "<dt><a href='insert.html'>6.1. Inserting</a></dt></dl></div><p>This chapter fills tables.</p></div>"
+            "</body></html>")
+    assert html_to_markdown(html, "https://docs.example.com/dml.html") == (
+        "# Chapter 6. Data\n\nThis chapter fills tables.\n\n- [6.1. Inserting](https://docs.example.com/insert.html)\n")
+
+
+def test_clang_index_page_lists_each_sections_pages_under_its_heading() -> None:
+    page = Path("/usr/share/doc/clang-14/html/index.html")
+    if not page.exists():
+        pytest.skip("clang-14-doc is not installed")
+    markdown = extract_html(page.read_bytes(), "https://clang.llvm.org/docs/index.html").markdown
+    library = markdown.index("# Using Clang as a Library")
+    assert markdown.index("[Clang Compiler User’s Manual](https://clang.llvm.org/docs/UsersManual.html)") \
+        < library < markdown.index("[LibTooling](https://clang.llvm.org/docs/LibTooling.html)") \
+        < markdown.index("# Using Clang Tools")
+    assert "\n\n# Using Clang as a Library\n\n- [Choosing the Right Interface" in markdown
+    assert markdown.index("# Indices and tables") > markdown.index("[Constant Interpreter]")
+
+
 def test_a_term_already_bold_is_not_wrapped_twice() -> None:
     # Texinfo writes option terms as <dt><b>...</b></dt>: one bold term, never "****".
     markdown = html_to_markdown("<main><h1>Options</h1><dl><dt><b>&ndash;dont-backup</b></dt><dd><p>No backup file."

@@ -4,14 +4,18 @@ Tables of contents are skipped as chrome everywhere (they repeat the sidebar),
 which leaves index pages (Sphinx ``contents.html``, ``library/windows.html``,
 a DocBook book's ``index.html``) nearly empty; for those the child pages, with
 their links, are the content. Only the top levels are kept: Sphinx's
-``contents.html`` full tree is over a megabyte.
+``contents.html`` full tree is over a megabyte.  Each table of contents is written
+where it stands, under the heading it sits under (clang's index: a toctree under
+each section heading), as the walker would meet it if it were not chrome.
 """
 
 from __future__ import annotations
 
 from lxml import etree
 
-from skillgraph.extract.blocks import Walker
+from skillgraph.extract import containers
+from skillgraph.extract.blocks import Out, Walker
+from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import escape, plain_text
 
 #: Below this many characters a page is an index page whose table of contents is its content.
@@ -19,29 +23,44 @@ INDEX_PAGE_CHARS = 400
 #: Levels of a generic table of contents kept on an index page.
 TOC_DEPTH = 2
 _LISTS = frozenset(["ul", "ol", "dl"])
+#: Plain block wrappers the walk goes down through to reach a table of contents inside them.
+_WRAPPERS = frozenset(["div", "section", "article", "main"])
 
 
-def _toctrees(renderer: Walker, body: etree._Element) -> list[str]:
-    """Sphinx toctrees: the first level (``li.toctree-l1``), links kept."""
-    items = []
+def _toctrees(renderer: Walker, body: etree._Element) -> dict[etree._Element, list[str]]:
+    """Sphinx toctrees: the first level (``li.toctree-l1``) of each, links kept."""
+    found: dict[etree._Element, list[str]] = {}
     for toc in body.iter("div"):
         if "toctree-wrapper" not in (toc.get("class") or "").split():
             continue
+        items = []
         for li in toc.iter("li"):
             if "toctree-l1" in (li.get("class") or "").split():
                 text = " ".join(renderer.blocks(li, exclude=li.find("ul"))).strip()
                 if text:
                     items.append(f"- {text}")
-    return items
+        if items:
+            found[toc] = items
+    return found
 
 
-def _generic_toc(renderer: Walker, body: etree._Element) -> list[str]:
-    """The first ``.toc`` container (DocBook ``div.toc``, many themes): its links, nested by list depth."""
-    toc = next((el for el in body.iter("div", "nav", "dl", "ul", "ol")
-                if "toc" in (el.get("class") or "").split()), None)
-    if toc is None:
-        return []
-    items = []
+def _generic_tocs(renderer: Walker, root: etree._Element, first: bool = False) -> dict[etree._Element, list[str]]:
+    """The ``.toc`` containers (DocBook ``div.toc``, many themes), outermost ones (``first``: the first one).
+
+    Each with its links; one without links to other pages is left out.
+    """
+    found: dict[etree._Element, list[str]] = {}
+    for el in root.iter("div", "nav", "dl", "ul", "ol"):
+        if "toc" in (el.get("class") or "").split() and not any(anc in found for anc in el.iterancestors()):
+            found[el] = _generic_toc(renderer, el)
+            if first:
+                break
+    return {toc: items for toc, items in found.items() if items}
+
+
+def _generic_toc(renderer: Walker, toc: etree._Element) -> list[str]:
+    """A ``.toc`` container's links, nested by list depth."""
+    items: list[str] = []
     for a in toc.iter("a"):
         href = a.get("href")
         text = plain_text(a)
@@ -61,11 +80,80 @@ def _generic_toc(renderer: Walker, body: etree._Element) -> list[str]:
     return items
 
 
-def with_toc(renderer: Walker, body: etree._Element, markdown: str, page: etree._Element | None = None) -> str:
-    """``markdown`` followed by the table of contents of ``body`` (else of ``page``), when there is one."""
-    items = _toctrees(renderer, body) or _generic_toc(renderer, body)
-    if not items and page is not None and page is not body:
-        items = _generic_toc(renderer, page)  # a DocBook book's div.toc sits beside its title page
-    if not items:
-        return markdown
-    return f"{markdown}\n\n" + "\n".join(items) if markdown else "\n".join(items)
+class _InPlace:
+    """The walk of an index page that writes each table of contents where it stands."""
+
+    def __init__(self, renderer: Walker, lists: dict[etree._Element, str]) -> None:
+        self.renderer = renderer
+        self.lists = lists  #: the list of each table of contents not written yet
+        #: the plain wrappers the walk goes down through to reach a table of contents
+        self.holders = {anc for toc in lists for anc in toc.iterancestors() if anc.tag in _WRAPPERS}
+        self.placed: list[str] = []  #: the lists written, in order
+
+    def walk(self, el: etree._Element, out: Out) -> None:
+        """The children of ``el`` as the walker writes them, each table of contents as its list.
+
+        Only wrappers holding a table of contents are walked here; every other child is handed
+        to the walker as its own loop would (chrome skipped, containers by their flags). A table
+        of contents right after another, with nothing written between them, continues its list.
+        """
+        renderer = self.renderer
+        text = el.text
+        if text and (out.inline or not text.isspace()):
+            out.inline.append(escape(text))
+        skip = renderer.skip
+        for child in el:
+            tag = child.tag
+            if isinstance(tag, str) and not (skip and child in skip):
+                if child in self.lists:
+                    out.flush()
+                    placed = self.lists.pop(child)
+                    if self.placed and out.blocks and out.blocks[-1] is self.placed[-1]:
+                        out.blocks.pop()
+                        placed = self.placed.pop() + "\n" + placed
+                    out.blocks.append(placed)
+                    self.placed.append(placed)
+                else:
+                    flags = kind(child, tag)
+                    if flags & SKIP:
+                        pass
+                    elif not flags and child in self.holders:
+                        out.flush()
+                        self.walk(child, out)
+                        out.flush()
+                    elif flags:
+                        containers.special(renderer, child, tag, flags, out)
+                    else:
+                        renderer.element(child, out)
+            text = child.tail
+            if text and (out.inline or not text.isspace()):
+                out.inline.append(escape(text))
+
+
+def index_blocks(renderer: Walker, body: etree._Element,
+                 page: etree._Element | None = None) -> tuple[list[str], str] | None:
+    """The blocks of ``body`` with its tables of contents, and the list that follows them; None without any.
+
+    Each table of contents is written where it stands (clang's index: a toctree under each
+    section heading), unless the page has one and no heading after it: under the same heading
+    either way, it follows the page's own text, as it always has (a DocBook chapter's toc
+    precedes its introduction). One the walk does not reach as a block of its own (inside a
+    list item, an admonition, chrome), or found beside ``body`` in ``page`` (a DocBook book's
+    ``div.toc`` sits beside its title page), follows too.
+    """
+    tocs = _toctrees(renderer, body) or _generic_tocs(renderer, body)
+    if not tocs and page is not None and page is not body:
+        tocs = _generic_tocs(renderer, page, first=True)
+    if not tocs:
+        return None
+    walk = _InPlace(renderer, {toc: "\n".join(items) for toc, items in tocs.items()})
+    out = Out()
+    walk.walk(body, out)
+    out.flush()
+    blocks = out.blocks
+    after = list(walk.lists.values())  # not reached by the walk: in document order, as found
+    if len(walk.placed) == 1:
+        at = next((i for i, block in enumerate(blocks) if block is walk.placed[0]), None)
+        if at is not None and not any(block[:1] == "#" for block in blocks[at + 1:]):
+            after.insert(0, blocks.pop(at))
+    return blocks, "\n".join(after)

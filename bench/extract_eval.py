@@ -423,6 +423,16 @@ UNSEEN_SETS: dict[str, Path] = {
     "golang": Path("/usr/share/doc/golang-1.19-doc/html"),  # Go's hand-written spec pages (golang-1.19-doc)
     "bash": Path("/usr/share/doc/bash"),  # texi2html Bash reference + man2html bash(1) (bash-doc)
     "libtiff": Path("/usr/share/doc/libtiff-doc/manual"),  # Sphinx, another theme (libtiff-doc)
+    # issue 24, third sweep (2026-12-03 evening): crawled whole on loopback, read by eye, then measured here
+    "latex2html": Path("/usr/share/doc/gnuplot/htmldocs"),  # LaTeX2HTML 2022.2 (gnuplot-doc)
+    "latex2html-old": Path("/usr/share/doc/sgmls-doc"),  # LaTeX2HTML of the 1990s (sgmls-doc)
+    "sphinx-haiku": Path("/usr/share/doc/clang-14/html"),  # Sphinx, LLVM's haiku theme (clang-14-doc)
+    "sphinx-html5": Path("/usr/share/doc/python-setuptools-doc/html"),  # Sphinx 5, docutils' HTML5 writer
+    "furo": Path("/usr/share/doc/python-attr-doc/html"),  # Sphinx, Furo theme (python-attr-doc)
+    "yodl": Path("/usr/share/doc/zsh-common/html"),  # yodl -> texi2any (zsh-doc)
+    "docbook-xsl": Path("/usr/share/doc/docbook-xsl-doc-html/doc"),  # DocBook XSL, chunked (docbook-xsl-doc-html)
+    "haproxy-dconv": Path("/usr/share/doc/haproxy/html"),  # haproxy-dconv, Bootstrap (haproxy-doc)
+    "cxref": Path("/usr/share/doc/cxref"),  # cxref, C cross-references (cxref-doc)
 }
 FIDELITY_SAMPLE = 25
 

@@ -20,6 +20,7 @@ sampled sum over the process tree (bench/measure.py).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import sys
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
-from measure import Measured, compile_package, run
+from measure import CoresUsed, Measured, compile_package, cores_used, run
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
@@ -63,6 +64,13 @@ def skillgraph(url: str, concurrency: int, tmp: Path, allow: str, extra: list[st
     return int(stats.get("skillgraph/graph/pages", 0)), measured
 
 
+def crawl_cores(measured: Measured, stats_file: Path) -> CoresUsed | None:
+    """The machine's cores during the crawl itself (the stats' start to finish time): who used them, how many idle."""
+    stats = json.loads(stats_file.read_text())
+    start, finish = (datetime.datetime.fromisoformat(stats[key]).timestamp() for key in ("start_time", "finish_time"))
+    return cores_used(measured, start, finish)
+
+
 def row(name: str, runs: list[tuple[int, Measured]]) -> dict[str, float]:
     pages = runs[-1][0]
     return {
@@ -94,9 +102,11 @@ def main() -> int:
     url = f"http://{host}:{port}/index.html"
     extra = [arg for setting in args.settings for arg in ("-s", setting)]
     runs: dict[str, list[tuple[int, Measured]]] = {"skillgraph": [], "fetch": [], "linkextractor": []}
+    runs_cores: list[CoresUsed] = []
     for n in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             ours = skillgraph(url, args.concurrency, Path(tmp), f"{host}:{port}", extra)
+            cores = crawl_cores(ours[1], Path(tmp) / "stats.json")
             sources = json.loads((Path(tmp) / "graphs" / "pydocs" / "sources.json").read_text())
             url_list = Path(tmp) / "urls.txt"
             url_list.write_text("\n".join(page["url"] for page in sources["pages"]) + "\n")
@@ -108,6 +118,9 @@ def main() -> int:
                 f"process) {ours[1].peak_rss_mb:.0f} MB; "
                 f"fetch {fetched[0]} pages {fetched[0] / fetched[1].wall:.1f}/s "
                 f"{1000 * fetched[1].cpu / fetched[0]:.1f} cpu-ms/page")
+        if cores is not None:
+            line += f"; during the build's crawl, {cores}"
+            runs_cores.append(cores)
         if not args.no_link_crawl:
             crawled = plain("plain_crawl.py", url, args.concurrency)
             runs["linkextractor"].append(crawled)
@@ -118,6 +131,9 @@ def main() -> int:
     ours, limit = rows["skillgraph"], rows["fetch"]
     result = {"rows": rows, "ratio_to_fetch_limit": round(ours["pages_per_s"] / limit["pages_per_s"], 3),
               "rounds": args.rounds, "concurrency": args.concurrency, "settings": args.settings}
+    if runs_cores:  # the median round's use of the machine while the build crawled
+        result["build_cores"] = {part: round(statistics.median(getattr(c, part) for c in runs_cores), 2)
+                                 for part in ("tree", "own", "others", "idle")}
     if "linkextractor" in rows:
         result["ratio_to_linkextractor"] = round(ours["pages_per_s"] / rows["linkextractor"]["pages_per_s"], 3)
     print(json.dumps(result))
@@ -127,6 +143,10 @@ def main() -> int:
         print(f"| {r['name']} | {r['pages']} | {r['pages_per_s']} | {r['cpu_ms_per_page']} | "
               f"{r['main_process_cpu_ms_per_page']} | {r['peak_rss_mb']} | {r['max_process_rss_mb']} |")
     print(f"skillgraph / fetch limit = {result['ratio_to_fetch_limit']:.2f}x")
+    if runs_cores:
+        median = result["build_cores"]
+        print(f"while the build crawled (median of rounds): {median['tree']} cores the build, {median['own']} the "
+              f"loopback server, {median['others']} other processes, {median['idle']} idle")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if ours["pages"] < 0.95 * limit["pages"] or limit["pages"] < 500:

@@ -5,6 +5,10 @@ system time, sampled from ``/proc`` ten times a second (a pool's workers are
 children of a fork server the crawl never waits for, so ``wait4`` misses them);
 the larger of that and ``wait4``'s figure is kept. Steadier than wall time on a
 shared machine.
+Each sample also notes the machine's busy and idle time (``/proc/stat``) and this
+process's own CPU (a bench's loopback server runs in it), so :func:`cores_used`
+can tell, for a phase of the run, how many of the machine's cores the tree used,
+how many the server and everything else, and how many stood idle.
 Peak memory is sampled from ``/proc`` ten times a second as the *sum* of PSS over
 the process and its live descendants (a pool's workers count, shared pages once), next to the kernel's
 ``ru_maxrss`` (the largest single process).
@@ -34,6 +38,51 @@ class Measured:
     main_cpu: float = 0.0  #: user + system seconds of the process itself (the reactor's, for a crawl)
     #: pid -> (parent pid, command line, user + system seconds): every process of the tree seen
     processes: dict[int, tuple[int, str, float]] = field(default_factory=dict)
+    #: one :class:`Sample` every tenth of a second
+    timeline: list[Sample] = field(default_factory=list)
+
+
+@dataclass
+class Sample:
+    at: float  #: ``time.time()``
+    busy: float  #: the machine's busy CPU seconds since boot (every core, ``/proc/stat``: not idle, not iowait)
+    idle: float  #: the machine's idle + iowait CPU seconds since boot
+    tree: float  #: user + system seconds of the measured tree so far
+    own: float  #: user + system seconds of this process (a bench's loopback server, the sampler)
+
+
+@dataclass
+class CoresUsed:
+    """Cores in use over a phase, on average: the tree, this process, the rest of the machine, idle."""
+
+    tree: float
+    own: float
+    others: float
+    idle: float
+
+    def __str__(self) -> str:
+        return (f"cores: build {self.tree:.2f}, loopback server {self.own:.2f}, other processes {self.others:.2f}, "
+                f"idle {self.idle:.2f}")
+
+
+def cores_used(measured: Measured, start: float, end: float) -> CoresUsed | None:
+    """Average cores in use between the epoch times ``start`` and ``end`` (None: fewer than two samples in it)."""
+    inside = [sample for sample in measured.timeline if start <= sample.at <= end]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    span = last.at - first.at
+    tree, own = (last.tree - first.tree) / span, (last.own - first.own) / span
+    busy, idle = (last.busy - first.busy) / span, (last.idle - first.idle) / span
+    return CoresUsed(tree, own, max(0.0, busy - tree - own), idle)
+
+
+def _machine() -> tuple[float, float]:
+    """(busy, idle + iowait) CPU seconds of every core since boot."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:9]]
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / TICK, idle / TICK
 
 
 def compile_package(root: Path) -> None:
@@ -113,10 +162,15 @@ def run(cmd: list[str], **popen: Any) -> Measured:
     seen: dict[int, tuple[int, str]] = {}
     done = threading.Event()
 
+    timeline: list[Sample] = []
+
     def sample() -> None:
         nonlocal peak
         while not done.wait(0.1):
             peak = max(peak, tree_sample(proc.pid, cpu, seen))
+            busy, idle = _machine()
+            own = os.times()
+            timeline.append(Sample(time.time(), busy, idle, sum(cpu.values()), own.user + own.system))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -128,4 +182,4 @@ def run(cmd: list[str], **popen: Any) -> Measured:
     waited = usage.ru_utime + usage.ru_stime
     processes = {pid: (parent, command, cpu.get(pid, 0.0)) for pid, (parent, command) in seen.items()}
     return Measured(proc.returncode, wall, max(waited, sum(cpu.values())), peak / 2**20, usage.ru_maxrss / 1024,
-                    cpu.get(proc.pid, 0.0), processes)
+                    cpu.get(proc.pid, 0.0), processes, timeline)

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from loopback import serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
+from loopback import listen_overflows, serve_directory  # bench/loopback.py (scripts run with bench/ on sys.path)
 from measure import CoresUsed, Measured, compile_package, cores_used, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,14 +103,17 @@ def main() -> int:
     extra = [arg for setting in args.settings for arg in ("-s", setting)]
     runs: dict[str, list[tuple[int, Measured]]] = {"skillgraph": [], "fetch": [], "linkextractor": []}
     runs_cores: list[CoresUsed] = []
+    dropped: list[int] = []
     for n in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
+            overflows = listen_overflows()
             ours = skillgraph(url, args.concurrency, Path(tmp), f"{host}:{port}", extra)
             cores = crawl_cores(ours[1], Path(tmp) / "stats.json")
             sources = json.loads((Path(tmp) / "graphs" / "pydocs" / "sources.json").read_text())
             url_list = Path(tmp) / "urls.txt"
             url_list.write_text("\n".join(page["url"] for page in sources["pages"]) + "\n")
             fetched = plain("plain_fetch.py", str(url_list), args.concurrency)
+            overflows = listen_overflows() - overflows
         runs["skillgraph"].append(ours)
         runs["fetch"].append(fetched)
         line = (f"round {n + 1}: skillgraph {ours[0]} pages {ours[0] / ours[1].wall:.1f}/s "
@@ -118,6 +121,9 @@ def main() -> int:
                 f"process) {ours[1].peak_rss_mb:.0f} MB; "
                 f"fetch {fetched[0]} pages {fetched[0] / fetched[1].wall:.1f}/s "
                 f"{1000 * fetched[1].cpu / fetched[0]:.1f} cpu-ms/page")
+        if overflows:  # machine-wide: another process's server may have dropped them, but they mean stalls
+            line += f"; {overflows} connections dropped by full accept queues on the machine (1 s stalls)"
+            dropped.append(overflows)
         if cores is not None:
             line += f"; during the build's crawl, {cores}"
             runs_cores.append(cores)
@@ -131,6 +137,7 @@ def main() -> int:
     ours, limit = rows["skillgraph"], rows["fetch"]
     result = {"rows": rows, "ratio_to_fetch_limit": round(ours["pages_per_s"] / limit["pages_per_s"], 3),
               "rounds": args.rounds, "concurrency": args.concurrency, "settings": args.settings}
+    result["connections_dropped"] = sum(dropped)
     if runs_cores:  # the median round's use of the machine while the build crawled
         result["build_cores"] = {part: round(statistics.median(getattr(c, part) for c in runs_cores), 2)
                                  for part in ("tree", "own", "others", "idle")}

@@ -33,9 +33,11 @@ import threading
 import time
 from datetime import datetime
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from loopback import LoopbackServer  # bench/loopback.py (scripts run with bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
@@ -123,7 +125,7 @@ def main() -> None:
     if shutil.which("redis-server") is None:
         raise SystemExit("redis-server missing (.ci/apt-packages.txt)")
     SlowHandler.delay = opts.delay
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SlowHandler, directory=str(DOCS)))
+    server = LoopbackServer(("127.0.0.1", 0), partial(SlowHandler, directory=str(DOCS)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = int(server.server_address[1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from functools import partial
@@ -21,10 +22,34 @@ class QuietHandler(SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class LoopbackServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` listening with the kernel's largest accept queue, as a production server does.
+
+    ``socketserver`` listens with a queue of 5: connections a busy client opens faster than the server's
+    accept thread takes them overflow it, the kernel drops their SYN and the client retries a second
+    later. A crawl of the Python docs at 16 connections lost ~80 of 526 requests that way, each a second's
+    stall of one of its 16 slots, more for the side that left the server less CPU. nginx listens with 511,
+    asyncio servers with 100-ish to ``SOMAXCONN``.
+    """
+
+    request_queue_size = socket.SOMAXCONN
+
+
+def listen_overflows() -> int:
+    """Connections the machine's listening sockets dropped so far, their accept queue full (``/proc/net/netstat``,
+    TcpExt ListenOverflows; 0 where unreadable): a rise during a bench round means stalled requests."""
+    try:
+        with open("/proc/net/netstat") as netstat:
+            names, values = (line.split() for line in netstat if line.startswith("TcpExt:"))
+        return int(values[names.index("ListenOverflows")])
+    except (OSError, ValueError):
+        return 0
+
+
 def serve_directory(root: Path, latency: float = 0.0) -> ThreadingHTTPServer:
     """Start serving ``root``, each answer ``latency`` seconds late; call ``.shutdown()`` on the result to stop."""
     handler = type("LatentHandler", (QuietHandler,), {"latency": latency}) if latency else QuietHandler
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(root)))
+    server = LoopbackServer(("127.0.0.1", 0), partial(handler, directory=str(root)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

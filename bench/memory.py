@@ -33,6 +33,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from loopback import LoopbackServer  # bench/loopback.py (scripts run with bench/ on sys.path)
 from measure import tree_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +86,7 @@ def serve(pages: int, frontier: int, narrow: bool = False) -> ThreadingHTTPServe
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = LoopbackServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

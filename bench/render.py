@@ -27,9 +27,11 @@ import tempfile
 import threading
 import time
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from loopback import LoopbackServer  # bench/loopback.py (scripts run with bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Page {n}</title>
@@ -67,7 +69,7 @@ def build_site(root: Path, pages: int, origin: str) -> None:
             f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
 
 
-class Server(ThreadingHTTPServer):
+class Server(LoopbackServer):
     done = 0  #: pages served to their final tier: static pages, or render JSON fetches
     times: list[float]
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclass
@@ -43,6 +43,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_Server = TypeVar("_Server", bound=socketserver.TCPServer)
+
+
+def listening(server_class: type[_Server], handler: Any, address: tuple[str, int] = ("127.0.0.1", 0)) -> _Server:
+    """``server_class`` bound to ``address`` and listening with the kernel's largest accept queue.
+
+    ``socketserver`` listens with a queue of 5: a crawl opening 16 connections at once overflows it,
+    the kernel drops the SYNs and the client retries each a second later (a test a second slower, a
+    timing assertion a second off). A production server listens with hundreds (nginx 511).
+    """
+    server = server_class(address, handler, bind_and_activate=False)
+    server.request_queue_size = socket.SOMAXCONN
+    try:
+        server.server_bind()
+        server.server_activate()
+    except BaseException:
+        server.server_close()
+        raise
+    return server
+
+
 class LoopbackHTTPServer:
     """A threaded server for ``handler`` on 127.0.0.1 with an OS-chosen port, until :meth:`stop`.
 
@@ -52,7 +73,7 @@ class LoopbackHTTPServer:
 
     def __init__(self, handler: type[socketserver.BaseRequestHandler],
                  server_class: type[socketserver.ThreadingTCPServer] = ThreadingHTTPServer) -> None:
-        self.httpd = server_class(("127.0.0.1", 0), handler)
+        self.httpd = listening(server_class, handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

@@ -27,7 +27,7 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from skillgraph.addon import Addon
 from skillgraph.handlers.socks import SocksDownloadHandlerMixin, SocksProxy
 from skillgraph.middlewares.proxy import ProxyMiddleware, redact
-from tests.servers import SiteServer, free_port
+from tests.servers import SiteServer, free_port, listening
 
 SSRF_SITE = Path(__file__).parent / "fixtures" / "hostile" / "ssrf_site"
 #: The browser tier is not what these tests exercise (and a short fixture page would start Chromium).
@@ -127,7 +127,7 @@ def test_https_through_socks5h(crawl, tmp_path: Path, pproxy: Pproxy) -> None:
     cert, key = _self_signed(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(SSRF_SITE)))
+    server = listening(ThreadingHTTPServer, partial(QuietHandler, directory=str(SSRF_SITE)))
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]

@@ -219,13 +219,16 @@ def main() -> int:
     parser.add_argument("--narrow", action="store_true", help="also crawl the narrow site (a small frontier)")
     parser.add_argument("--no-frontier", action="store_true", help="skip the 100,000-URL frontier runs")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("-s", dest="settings", action="append", default=[],
+                        help="extra NAME=VALUE for the site crawls (e.g. SCRAPER_SLOT_MAX_ACTIVE_SIZE=1000000)")
     args = parser.parse_args()
     server = serve(args.pages, args.frontier)
     host, port = server.server_address[:2]
     allow = f"{host}:{port}"
     result: dict[str, object] = {}
     site: dict[str, object] = {"pages": args.pages}
-    limit: dict[str, object] = {"SKILLGRAPH_MAX_PAGES": args.pages}
+    limit: dict[str, object] = {"SKILLGRAPH_MAX_PAGES": args.pages,
+                                **dict(setting.split("=", 1) for setting in args.settings)}
     if not args.frontier_only:
         with tempfile.TemporaryDirectory() as tmp:
             site = crawl(f"http://{host}:{port}/docs/p/0.html", Path(tmp), allow, limit)

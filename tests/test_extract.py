@@ -621,6 +621,17 @@ def test_docutils_html5_footnotes_in_asides_are_the_page_s_text() -> None:
     assert "Sidebar chrome" not in md
 
 
+def test_an_address_signature_is_not_the_page_s_text() -> None:
+    """``<address>`` is the contact of a page's author (LaTeX2HTML and texi2html sign every page, docutils' own
+    pages end with their authors): the same line at the end of each page of a site, never its content."""
+    md = html_to_markdown("<body><h1>Event types</h1><p>Each event carries its <code>data</code>.</p>"
+                          "<pre>$event->type</pre><hr><address>David Megginson "
+                          '<a href="mailto:dm@example.org">&lt;dm@example.org&gt;</a></address></body>', None)
+    assert md.startswith("# Event types\n\nEach event carries its `data`.")
+    assert "$event->type" in md
+    assert "Megginson" not in md and "mailto" not in md
+
+
 def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)

@@ -632,6 +632,18 @@ def test_an_address_signature_is_not_the_page_s_text() -> None:
     assert "Megginson" not in md and "mailto" not in md
 
 
+def test_an_image_whose_alt_text_is_its_own_path_leaves_no_line() -> None:
+    """docutils gives an image without ``:alt:`` its URI for alt text (the Python docs' figures, setuptools'
+    banner): that path is no description; a real alt text stays."""
+    md = html_to_markdown('<main><h1>pathlib</h1><img alt="../_images/pathlib-inheritance.png" '
+                          'src="../_images/pathlib-inheritance.png"/><p>Pure paths.</p>'
+                          '<p><img alt="logo.SVG" src="static/logo.svg"/> and <img alt="Inheritance diagram" '
+                          'src="x.png"/></p><p><a href="#d"><img alt="images/title.png" src="images/title.png"/>'
+                          "</a></p></main>", None)
+    assert "_images" not in md and "logo" not in md and "title.png" not in md
+    assert "Pure paths." in md and "Inheritance diagram" in md
+
+
 def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)

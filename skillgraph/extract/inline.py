@@ -20,6 +20,8 @@ from skillgraph.urls import join
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?]|\Z)")  # at the end of a piece too: a link or span may follow
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _BACKTICKS = re.compile(r"`+")
+#: An image file's name or path (docutils and Sphinx give an image without ``:alt:`` its URI for alt text).
+_IMAGE_FILE = re.compile(r"[\w./%~+-]+\.(?:png|jpe?g|gif|svg|webp|bmp|ico|tiff?)", re.IGNORECASE)
 
 _CHROME_TAGS = frozenset(["button", "script", "style", "template"])
 _CHROME_CLASSES = ("headerlink", "linenos", "viewcode-link", "sr-only", "visually-hidden")
@@ -228,3 +230,14 @@ def _encode(href: str) -> str:
             .replace(">", "%3E")
         )
     return href
+
+
+def names_a_file(alt: str, src: str | None) -> bool:
+    """Is an image's ``alt`` its own address rather than a description (``images/banner-640x320.svg``)?
+
+    docutils writes an image's URI as its alt text when the author gave none; a reader of the page
+    sees the picture, never that path, and in markdown it would stand as a line of text.
+    """
+    if src and (alt == src.strip() or alt == src.strip().rsplit("/", 1)[-1]):
+        return True
+    return _IMAGE_FILE.fullmatch(alt) is not None

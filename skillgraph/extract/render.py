@@ -25,6 +25,7 @@ from skillgraph.extract.inline import (
     code_span,
     escape,
     is_permalink_text,
+    names_a_file,
     text_of,
     wrap,
 )
@@ -206,7 +207,7 @@ class Renderer:
 
     def image(self, el: etree._Element, out: Out) -> None:
         alt = el.get("alt")
-        if alt and alt.strip():
+        if alt and alt.strip() and not names_a_file(alt.strip(), el.get("src")):
             out.inline.append(escape(alt.strip()))
 
     def code(self, el: etree._Element, out: Out) -> None:

@@ -152,8 +152,8 @@ def main() -> int:
     print(f"skillgraph / fetch limit = {result['ratio_to_fetch_limit']:.2f}x")
     if runs_cores:
         median = result["build_cores"]
-        print(f"while the build crawled (median of rounds): {median['tree']} cores the build, {median['own']} the "
-              f"loopback server, {median['others']} other processes, {median['idle']} idle")
+        print(f"while the build crawled (median of rounds): {median['tree']} cores the build, {median['own']} this "
+              f"process (loopback server, sampler), {median['others']} other processes, {median['idle']} idle")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if ours["pages"] < 0.95 * limit["pages"] or limit["pages"] < 500:

@@ -61,8 +61,8 @@ class CoresUsed:
     idle: float
 
     def __str__(self) -> str:
-        return (f"cores: build {self.tree:.2f}, loopback server {self.own:.2f}, other processes {self.others:.2f}, "
-                f"idle {self.idle:.2f}")
+        return (f"cores: build {self.tree:.2f}, bench process (loopback server, sampler) {self.own:.2f}, "
+                f"other processes {self.others:.2f}, idle {self.idle:.2f}")
 
 
 def cores_used(measured: Measured, start: float, end: float) -> CoresUsed | None:

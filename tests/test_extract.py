@@ -644,6 +644,18 @@ def test_an_image_whose_alt_text_is_its_own_path_leaves_no_line() -> None:
     assert "Pure paths." in md and "Inheritance diagram" in md
 
 
+def test_a_footnote_s_label_leads_its_text() -> None:
+    """docutils writes a footnote as its label, then its text's paragraphs: "[1] text", not "[1]" alone."""
+    md = html_to_markdown('<main><h1>abc</h1><p>Virtual subclasses<a class="footnote-reference brackets" '
+                          'href="#id2" id="id1">[1]</a>.</p><aside class="footnote-list brackets">'
+                          '<aside class="footnote brackets" id="id2" role="note"><span class="label">'
+                          '<span class="fn-bracket">[</span><a role="doc-backlink" href="#id1">1</a>'
+                          '<span class="fn-bracket">]</span></span><p>C++ programmers should note this.</p>'
+                          "<p>A second paragraph.</p></aside></aside><p>[x]</p><p>Not a label.</p></main>", None)
+    assert "\n\n[1] C++ programmers should note this.\n\nA second paragraph." in md
+    assert "[x]\n\nNot a label." in md  # a paragraph of its own is never joined
+
+
 def test_space_at_the_edge_of_inline_code_shows_between_words() -> None:
     md = html_to_markdown("<main><h1>Obsolete</h1><table><tr><td><code>(obsolete) </code>QByteArray &amp;</td>"
                           "<td>append()</td></tr><tr><td>int</td><td>size()</td></tr></table></main>", None)

@@ -11,6 +11,7 @@ boilerplate is skipped as it is met (see :mod:`classify`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from operator import methodcaller
 
@@ -31,6 +32,9 @@ from skillgraph.extract.inline import (
 )
 
 Handler = Callable[["Renderer", etree._Element, Out], None]
+#: A note's label alone before its text: docutils writes a footnote or citation as ``<span class="label">[1]
+#: </span><p>text</p>``, which would leave ``[1]`` a paragraph of its own.
+_LABEL = re.compile(r"\\?\[[\w.#*-]{1,16}\\?\]")
 #: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
 _opens_fence = methodcaller("startswith", "```")
 
@@ -109,7 +113,11 @@ class Renderer:
 
     def block(self, el: etree._Element, out: Out) -> None:
         if out.inline:
-            out.flush()
+            label = _note_label(out.inline) if el.tag == "p" else ""
+            if label:  # "[1]" then its text: the label leads the paragraph
+                out.inline[:] = [label, " "]
+            else:
+                out.flush()
         self.walk(el, out)
         if out.inline:
             out.flush()
@@ -311,3 +319,9 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(["del", "s", "strike"], Renderer.strike),
     "math": containers.math,
 }
+
+
+def _note_label(inline: list[str]) -> str:
+    """The text waiting before a paragraph when it is only a note's label (``[1]``), else ""."""
+    label = "".join(inline).strip()
+    return label if _LABEL.fullmatch(label) else ""

@@ -642,6 +642,10 @@ def test_an_image_whose_alt_text_is_its_own_path_leaves_no_line() -> None:
                           "</a></p></main>", None)
     assert "_images" not in md and "logo" not in md and "title.png" not in md
     assert "Pure paths." in md and "Inheritance diagram" in md
+    cell = html_to_markdown("<main><h1>Sheet</h1><table><tr><th>Markup</th><th>Example</th></tr><tr><td>Image</td>"
+                            '<td><img alt="images/biohazard.png" src="images/biohazard.png"/></td></tr>'
+                            "<tr><td>Figure</td><td>a caption</td></tr></table></main>", None)
+    assert "images/biohazard.png" in cell  # all the cell holds: the cell's content
 
 
 def test_a_footnote_s_label_leads_its_text() -> None:

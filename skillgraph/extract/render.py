@@ -215,7 +215,8 @@ class Renderer:
 
     def image(self, el: etree._Element, out: Out) -> None:
         alt = el.get("alt")
-        if alt and alt.strip() and not names_a_file(alt.strip(), el.get("src")):
+        # a file name says nothing in prose; as all a table cell holds, it is the cell's content
+        if alt and alt.strip() and (not names_a_file(alt.strip(), el.get("src")) or _fills_its_cell(el)):
             out.inline.append(escape(alt.strip()))
 
     def code(self, el: etree._Element, out: Out) -> None:
@@ -325,3 +326,13 @@ def _note_label(inline: list[str]) -> str:
     """The text waiting before a paragraph when it is only a note's label (``[1]``), else ""."""
     label = "".join(inline).strip()
     return label if _LABEL.fullmatch(label) else ""
+
+
+def _fills_its_cell(img: etree._Element) -> bool:
+    """Is the image all of the table cell it sits in (docutils' cheat sheet: an example that is a picture)?"""
+    parent = img.getparent()
+    while parent is not None and parent.tag not in ("td", "th"):
+        if parent.tag == "table" or (parent.text or "").strip():
+            return False
+        parent = parent.getparent()
+    return parent is not None and not text_of(parent).strip()

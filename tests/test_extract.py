@@ -541,6 +541,33 @@ def test_a_site_banner_gives_way_only_when_the_title_names_the_next_heading(titl
     assert ("The Foo C Toolkit" in result.markdown) == (expected != "Memory Handling")
 
 
+@pytest.mark.parametrize(("href", "title", "banner_kept"), [
+    ("http://www.foo.example.org", "4. Building and installing Foo", False),  # the site's name, linked home
+    ("index.html", "4. Building and installing Foo", False),
+    ("#toc-1", "4. Building and installing Foo", True),  # linked to the contents: the page's own heading
+    ("http://www.foo.example.org", "Foo Mailer: building", True),  # it says the title
+])
+def test_a_linked_site_name_above_the_column_opens_nothing(href: str, title: str, banner_kept: bool) -> None:
+    """Exim's manual: every page opens with the site's name as an h1 linking home, then its menu and the chapter."""
+    html = (f'<html><head><title>{title}</title></head><body><h1 id="header"><a href="{href}">Foo Mailer</a></h1>'
+            '<div id="outer"><ul class="menu"><li><a href="/">Home</a></li><li><a href="/dl.html">Download</a></li>'
+            '<li><a href="/docs.html">Documentation</a></li></ul><div id="inner"><div id="content">'
+            '<a href="ch-3.html">&lt;-previous</a><a href="ch-5.html">next-&gt;</a><div id="chapter">'
+            "<h2>Chapter 4 - Building and installing Foo</h2><p>Foo is distributed as a tar file which, when"
+            " unpacked, creates a directory named after the release, holding the sources.</p>"
+            "<pre>tar xf foo-4.96.tar.gz\ncd foo-4.96</pre><p>Compilation does not take place in the src directory:"
+            " a build directory is made for each architecture and operating system.</p></div></div></div></div>"
+            "</body></html>")
+    md = extract_html(html, "http://foo.example.org/spec/ch-4.html").markdown
+    assert ("Foo Mailer" in md) == banner_kept
+    assert ("Download" in md) == banner_kept, "the menu between the banner and the chapter goes with it"
+    assert ("previous" in md) == banner_kept
+    assert "## Chapter 4 - Building and installing Foo\n\nFoo is distributed" in md
+    assert "```\ntar xf foo-4.96.tar.gz\ncd foo-4.96\n```" in md
+    if not banner_kept and title.startswith("4."):
+        assert md.startswith("# 4. Building and installing Foo\n\n## Chapter 4"), md[:120]
+
+
 def test_a_pre_holding_layout_is_read_as_blocks() -> None:
     """A <pre> kept around tables and headings for its spacing is a page's structure, not a listing."""
     md = html_to_markdown("<main><h1>Report</h1><pre><h2>Totals</h2><table><tr><th>Item</th><th>Count</th></tr>"

@@ -568,6 +568,33 @@ def test_a_linked_site_name_above_the_column_opens_nothing(href: str, title: str
         assert md.startswith("# 4. Building and installing Foo\n\n## Chapter 4"), md[:120]
 
 
+def test_an_h1_below_the_first_heading_is_a_section_not_the_page_title() -> None:
+    """Doxygen: a group page's title block sits outside div.contents, whose detailed description holds
+    the comment's own markdown headings, h1s under the page's "Classes" and "Detailed Description" h2s."""
+    html = ('<html><head><title>libfoo: Slots</title></head><body><div class="header"><div class="headertitle">'
+            '<div class="title">Slots<div class="ingroups"><a class="el" href="group__functors.html">Functors</a>'
+            '</div></div></div></div><div class="contents"><p>Slots are type-safe representations of callbacks.'
+            ' <a href="#details">More...</a></p><h2 class="groupheader">Classes</h2><p>A slot wraps a function'
+            ' or a method and can be copied, stored and called later with the same arguments.</p>'
+            '<h2 class="groupheader">Detailed Description</h2><h1>Creating Slots</h1><p>Use mem_fun() or'
+            ' ptr_fun() to get a slot from a method or a function.</p><h1>Lambdas</h1><p>A lambda converts'
+            ' to a slot too.</p></div></body></html>')
+    result = extract_html(html)
+    assert result.title == "Slots"
+    assert result.markdown.startswith("# Slots\n\nSlots are type-safe"), result.markdown[:100]
+    assert "## Detailed Description\n\n# Creating Slots\n\nUse mem_fun()" in result.markdown
+    # a page that opens with its h1 keeps it as the title, whatever follows
+    md = html_to_markdown("<html><head><title>Site</title></head><body><main><h1>Guide</h1><p>Intro text.</p>"
+                          "<h2>Part</h2><h1>Appendix</h1><p>More.</p></main></body></html>", None)
+    assert md.startswith("# Guide\n\nIntro text.")
+    # a kicker heading right above the h1, nothing under it (gi-docgen's "Method"), leaves the h1 the title
+    result = extract_html("<html><head><title>Foo.Layout.get_iter</title></head><body><section class='content'>"
+                          "<header><h3>Method</h3><h1>Layout.get_iter</h1></header><p>Returns an iterator.</p>"
+                          "<h4>Return value</h4><p>The new iterator.</p></section></body></html>")
+    assert result.title == "Layout.get_iter"
+    assert result.markdown.startswith("### Method\n\n# Layout.get_iter\n\nReturns")
+
+
 def test_a_pre_holding_layout_is_read_as_blocks() -> None:
     """A <pre> kept around tables and headings for its spacing is a page's structure, not a listing."""
     md = html_to_markdown("<main><h1>Report</h1><pre><h2>Totals</h2><table><tr><th>Item</th><th>Count</th></tr>"

@@ -8,6 +8,7 @@ from typing import Any
 from lxml import etree
 
 from skillgraph.extract.inline import escape, plain_text, squash
+from skillgraph.markdown import HEADING, scan
 
 _first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='firstHeading']``, read as _title_class is
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
@@ -157,3 +158,23 @@ def head_title(markdown: str, title: str) -> str | None:
     if level < 2 or not words or not words <= title_words(escape(title)):
         return None
     return f"# {line[level:].strip()}" + (f"\n{rest}" if rest else "")
+
+
+def h1_in_a_section(markdown: str) -> bool:
+    """Does the markdown's first H1 come after a lower heading with something under it?
+
+    Such an h1 is a section's, not the page's title: Doxygen writes a group's title block outside
+    its content and the comment's own markdown headings as h1s in the detailed description
+    (``## Classes``, a member table, ``## Detailed Description``, ``# Creating Slots``).  A kicker
+    heading right above the title (gi-docgen's ``### Method`` then ``# Pango.Layout.get_iter``)
+    has nothing under it: the h1 still opens the page.
+    """
+    lower = under = False
+    for line in scan(markdown):
+        if line.kind == HEADING:
+            if line.level == 1:
+                return under
+            lower = True
+        elif lower and line.text.strip():
+            under = True
+    return False

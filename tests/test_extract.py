@@ -595,6 +595,19 @@ def test_an_h1_below_the_first_heading_is_a_section_not_the_page_title() -> None
     assert result.markdown.startswith("### Method\n\n# Layout.get_iter\n\nReturns")
 
 
+def test_previous_and_next_buttons_under_the_page_are_chrome() -> None:
+    """pydata-sphinx-theme 0.x (Groonga's manual): div.prev-next-area in main, each button a link holding paragraphs."""
+    md = html_to_markdown('<html><body><main class="bd-content" role="main"><div><section id="cast"><h1>7.12. Cast'
+                          '</h1><p>Values are cast to the column type on load.</p></section></div>'
+                          "<div class='prev-next-area'><a class='left-prev' id='prev-link' href='scorer.html'"
+                          " title='previous page'><div class='prev-next-info'><p class='prev-next-subtitle'>previous"
+                          "</p><p class='prev-next-title'>7.11. Scorer</p></div></a><a class='right-next'"
+                          " id='next-link' href='grn_expr.html' title='next page'><div class='prev-next-info'><p"
+                          " class='prev-next-subtitle'>next</p><p class='prev-next-title'>7.13. grn_expr</p></div>"
+                          "</a></div></main></body></html>", None)
+    assert md == "# 7.12. Cast\n\nValues are cast to the column type on load.\n"
+
+
 def test_a_pre_holding_layout_is_read_as_blocks() -> None:
     """A <pre> kept around tables and headings for its spacing is a page's structure, not a listing."""
     md = html_to_markdown("<main><h1>Report</h1><pre><h2>Totals</h2><table><tr><th>Item</th><th>Count</th></tr>"

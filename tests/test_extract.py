@@ -541,6 +541,73 @@ def test_a_site_banner_gives_way_only_when_the_title_names_the_next_heading(titl
     assert ("The Foo C Toolkit" in result.markdown) == (expected != "Memory Handling")
 
 
+@pytest.mark.parametrize(("href", "title", "banner_kept"), [
+    ("http://www.foo.example.org", "4. Building and installing Foo", False),  # the site's name, linked home
+    ("index.html", "4. Building and installing Foo", False),
+    ("#toc-1", "4. Building and installing Foo", True),  # linked to the contents: the page's own heading
+    ("http://www.foo.example.org", "Foo Mailer: building", True),  # it says the title
+])
+def test_a_linked_site_name_above_the_column_opens_nothing(href: str, title: str, banner_kept: bool) -> None:
+    """Exim's manual: every page opens with the site's name as an h1 linking home, then its menu and the chapter."""
+    html = (f'<html><head><title>{title}</title></head><body><h1 id="header"><a href="{href}">Foo Mailer</a></h1>'
+            '<div id="outer"><ul class="menu"><li><a href="/">Home</a></li><li><a href="/dl.html">Download</a></li>'
+            '<li><a href="/docs.html">Documentation</a></li></ul><div id="inner"><div id="content">'
+            '<a href="ch-3.html">&lt;-previous</a><a href="ch-5.html">next-&gt;</a><div id="chapter">'
+            "<h2>Chapter 4 - Building and installing Foo</h2><p>Foo is distributed as a tar file which, when"
+            " unpacked, creates a directory named after the release, holding the sources.</p>"
+            "<pre>tar xf foo-4.96.tar.gz\ncd foo-4.96</pre><p>Compilation does not take place in the src directory:"
+            " a build directory is made for each architecture and operating system.</p></div></div></div></div>"
+            "</body></html>")
+    md = extract_html(html, "http://foo.example.org/spec/ch-4.html").markdown
+    assert ("Foo Mailer" in md) == banner_kept
+    assert ("Download" in md) == banner_kept, "the menu between the banner and the chapter goes with it"
+    assert ("previous" in md) == banner_kept
+    assert "## Chapter 4 - Building and installing Foo\n\nFoo is distributed" in md
+    assert "```\ntar xf foo-4.96.tar.gz\ncd foo-4.96\n```" in md
+    if not banner_kept and title.startswith("4."):
+        assert md.startswith("# 4. Building and installing Foo\n\n## Chapter 4"), md[:120]
+
+
+def test_an_h1_below_the_first_heading_is_a_section_not_the_page_title() -> None:
+    """Doxygen: a group page's title block sits outside div.contents, whose detailed description holds
+    the comment's own markdown headings, h1s under the page's "Classes" and "Detailed Description" h2s."""
+    html = ('<html><head><title>libfoo: Slots</title></head><body><div class="header"><div class="headertitle">'
+            '<div class="title">Slots<div class="ingroups"><a class="el" href="group__functors.html">Functors</a>'
+            '</div></div></div></div><div class="contents"><p>Slots are type-safe representations of callbacks.'
+            ' <a href="#details">More...</a></p><h2 class="groupheader">Classes</h2><p>A slot wraps a function'
+            ' or a method and can be copied, stored and called later with the same arguments.</p>'
+            '<h2 class="groupheader">Detailed Description</h2><h1>Creating Slots</h1><p>Use mem_fun() or'
+            ' ptr_fun() to get a slot from a method or a function.</p><h1>Lambdas</h1><p>A lambda converts'
+            ' to a slot too.</p></div></body></html>')
+    result = extract_html(html)
+    assert result.title == "Slots"
+    assert result.markdown.startswith("# Slots\n\nSlots are type-safe"), result.markdown[:100]
+    assert "## Detailed Description\n\n# Creating Slots\n\nUse mem_fun()" in result.markdown
+    # a page that opens with its h1 keeps it as the title, whatever follows
+    md = html_to_markdown("<html><head><title>Site</title></head><body><main><h1>Guide</h1><p>Intro text.</p>"
+                          "<h2>Part</h2><h1>Appendix</h1><p>More.</p></main></body></html>", None)
+    assert md.startswith("# Guide\n\nIntro text.")
+    # a kicker heading right above the h1, nothing under it (gi-docgen's "Method"), leaves the h1 the title
+    result = extract_html("<html><head><title>Foo.Layout.get_iter</title></head><body><section class='content'>"
+                          "<header><h3>Method</h3><h1>Layout.get_iter</h1></header><p>Returns an iterator.</p>"
+                          "<h4>Return value</h4><p>The new iterator.</p></section></body></html>")
+    assert result.title == "Layout.get_iter"
+    assert result.markdown.startswith("### Method\n\n# Layout.get_iter\n\nReturns")
+
+
+def test_previous_and_next_buttons_under_the_page_are_chrome() -> None:
+    """pydata-sphinx-theme 0.x (Groonga's manual): div.prev-next-area in main, each button a link holding paragraphs."""
+    md = html_to_markdown('<html><body><main class="bd-content" role="main"><div><section id="cast"><h1>7.12. Cast'
+                          '</h1><p>Values are cast to the column type on load.</p></section></div>'
+                          "<div class='prev-next-area'><a class='left-prev' id='prev-link' href='scorer.html'"
+                          " title='previous page'><div class='prev-next-info'><p class='prev-next-subtitle'>previous"
+                          "</p><p class='prev-next-title'>7.11. Scorer</p></div></a><a class='right-next'"
+                          " id='next-link' href='grn_expr.html' title='next page'><div class='prev-next-info'><p"
+                          " class='prev-next-subtitle'>next</p><p class='prev-next-title'>7.13. grn_expr</p></div>"
+                          "</a></div></main></body></html>", None)
+    assert md == "# 7.12. Cast\n\nValues are cast to the column type on load.\n"
+
+
 def test_a_pre_holding_layout_is_read_as_blocks() -> None:
     """A <pre> kept around tables and headings for its spacing is a page's structure, not a listing."""
     md = html_to_markdown("<main><h1>Report</h1><pre><h2>Totals</h2><table><tr><th>Item</th><th>Count</th></tr>"

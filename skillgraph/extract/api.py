@@ -22,7 +22,7 @@ from skillgraph.extract.inline import Linker, escape
 from skillgraph.extract.render import Renderer
 from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
 from skillgraph.extract.shape import Census, fence_sources
-from skillgraph.extract.title import first_h1, head_title, page_title, site_banner
+from skillgraph.extract.title import first_h1, h1_in_a_section, head_title, page_title, site_banner
 from skillgraph.extract.toc import INDEX_PAGE_CHARS, index_blocks
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
@@ -160,8 +160,11 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
         reextracted = f"{_name(tried[0][0])}: {tried[0][3].detail}; used {_name(element)}"
     at = next(i for i, t in enumerate(tried) if t is chosen)
     banner = banners[at]
-    title = banner[1] if banner else page_title(root, element, generator, h1s[at])
-    if title and not renderer.saw_h1:
+    # an h1 under a section of the page is that section's, not the page's title (Doxygen: the
+    # comment's own "# Creating Slots" in a group's detailed description, under "## Classes")
+    opens = renderer.first_level in (0, 1) or not h1_in_a_section(markdown)
+    title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None)
+    if title and not (renderer.saw_h1 and opens):
         promoted = head_title(markdown, title)
         if promoted is not None:
             markdown = promoted

@@ -54,8 +54,10 @@ _SKIP_TOKENS = frozenset(
     ]
 )
 
-#: Class substrings that mark chrome (matched inside each class token).
-_SKIP_SUBSTRINGS = ("breadcrumb", "pagination", "cookie", "edit-this-page", "feedback")
+#: Class substrings that mark chrome (matched inside each class token): ``prev-next`` is the previous /
+#: next buttons under the page (pydata-sphinx-theme and sphinx-book-theme's ``div.prev-next-area``,
+#: inside ``main``; ``prev-next-footer``, ``prev-next-bottom``).
+_SKIP_SUBSTRINGS = ("breadcrumb", "pagination", "cookie", "edit-this-page", "feedback", "prev-next")
 
 #: Class tokens of permalink anchors; only meaningful on ``<a>`` (Docusaurus
 #: puts class ``anchor`` on the heading itself).

@@ -51,6 +51,9 @@ class Renderer:
         self.tab_queue: list[str] = []
         self.tab_by_id: dict[str, str] = {}
         self.saw_h1 = False
+        #: level of the first heading written (0: none yet): a page whose first heading is below an
+        #: h1 does not open with its title (Doxygen's detailed description holds the comment's own h1s)
+        self.first_level = 0
         self.in_heading = False
         self.in_cell = 0  #: depth of table cells being rendered (code stays inline there)
         self.list_depth = 0  #: depth of list items being rendered
@@ -138,6 +141,7 @@ class Renderer:
         if text:
             level = int(str(el.tag)[1])
             self.saw_h1 = self.saw_h1 or level == 1
+            self.first_level = self.first_level or level
             out.blocks.append("#" * level + " " + text)
 
     def pre(self, el: etree._Element, out: Out) -> None:

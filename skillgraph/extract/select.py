@@ -36,6 +36,7 @@ from skillgraph.extract.classify import CODE, SKIP, kind
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.extract.shape import HEADINGS
+from skillgraph.extract.title import title_words
 
 #: Descend into a child holding at least this share of its parent's mass.
 DESCEND_SHARE = 0.8
@@ -317,13 +318,37 @@ def _best_cell(table: etree._Element, scores: Scores) -> etree._Element | None:
 
 
 def _led_before(node: etree._Element, best: etree._Element, scores: Scores) -> bool:
-    """Does a sibling before ``best`` open the content (a title block, an intro, not a menu)?"""
+    """Does a sibling before ``best`` open the content (a title block, an intro, not a menu, not a banner)?"""
     for child in node:
         if child is best:
             return False
-        if scores.leads(child):
+        if scores.leads(child) and not _linked_banner(child):
             return True
     return False
+
+
+def _linked_banner(el: etree._Element) -> bool:
+    """Is ``el`` a heading that is one link to another page, saying words the page's ``<title>`` does not?
+
+    A site's name printed above the content column as a link to its home page (Exim's manual:
+    ``<h1 id="header"><a href="http://www.exim.org">Exim Internet Mailer</a></h1>`` before the
+    ``div`` holding the navigation and the chapter under ``<title>4. Building and installing
+    Exim``) names the site, not the page, and opens nothing.  A heading linked to the contents
+    (texi2html, docutils: a ``#fragment``) or saying the title is still the page's.
+    """
+    if el.tag not in HEADINGS:
+        return False
+    links = [a for a in el.iter("a") if a.get("href") is not None]
+    if len(links) != 1:
+        return False
+    href = links[0].get("href", "").strip()
+    text = text_of(el).strip()
+    if not href or "#" in href or href.lower().startswith("javascript:") or not text \
+            or text_of(links[0]).strip() != text:
+        return False
+    title = el.getroottree().getroot().find("head/title")
+    said = title_words(title.text or "") if title is not None else set()
+    return bool(said) and not title_words(text) <= said
 
 
 def descend(body: etree._Element, scores: Scores) -> etree._Element:

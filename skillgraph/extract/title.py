@@ -8,6 +8,7 @@ from typing import Any
 from lxml import etree
 
 from skillgraph.extract.inline import escape, plain_text, squash
+from skillgraph.markdown import HEADING, scan
 
 _first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='firstHeading']``, read as _title_class is
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
@@ -96,8 +97,8 @@ def site_banner(root: etree._Element, main: etree._Element,
     if h1 is None:
         return None
     title = root.find("head/title")
-    said = _words(title.text or "") if title is not None else set()
-    banner = _words(plain_text(h1))
+    said = title_words(title.text or "") if title is not None else set()
+    banner = title_words(plain_text(h1))
     if not said or not banner or banner <= said:
         return None
     for seen, sib in enumerate(h1.itersiblings()):
@@ -105,7 +106,7 @@ def site_banner(root: etree._Element, main: etree._Element,
             break
         if sib.tag in _HEADING_TAGS:
             text = plain_text(sib)
-            words = _words(text)
+            words = title_words(text)
             return (h1, text) if words and words <= said else None
     return None
 
@@ -138,7 +139,7 @@ _LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 _WORD = re.compile(r"\w+")
 
 
-def _words(text: str) -> set[str]:
+def title_words(text: str) -> set[str]:
     """Words of a title or heading line: no link targets, no section numbers (``8``, ``17.1``)."""
     return {w.casefold() for w in _WORD.findall(_LINK_TARGET.sub("]", text)) if not w.isdigit()}
 
@@ -153,7 +154,27 @@ def head_title(markdown: str, title: str) -> str | None:
         return None
     line, _, rest = markdown.partition("\n")
     level = len(line) - len(line.lstrip("#"))
-    words = _words(line[level:])
-    if level < 2 or not words or not words <= _words(escape(title)):
+    words = title_words(line[level:])
+    if level < 2 or not words or not words <= title_words(escape(title)):
         return None
     return f"# {line[level:].strip()}" + (f"\n{rest}" if rest else "")
+
+
+def h1_in_a_section(markdown: str) -> bool:
+    """Does the markdown's first H1 come after a lower heading with something under it?
+
+    Such an h1 is a section's, not the page's title: Doxygen writes a group's title block outside
+    its content and the comment's own markdown headings as h1s in the detailed description
+    (``## Classes``, a member table, ``## Detailed Description``, ``# Creating Slots``).  A kicker
+    heading right above the title (gi-docgen's ``### Method`` then ``# Pango.Layout.get_iter``)
+    has nothing under it: the h1 still opens the page.
+    """
+    lower = under = False
+    for line in scan(markdown):
+        if line.kind == HEADING:
+            if line.level == 1:
+                return under
+            lower = True
+        elif lower and line.text.strip():
+            under = True
+    return False

@@ -162,7 +162,7 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     banner = banners[at]
     # an h1 under a section of the page is that section's, not the page's title (Doxygen: the
     # comment's own "# Creating Slots" in a group's detailed description, under "## Classes")
-    opens = renderer.first_level in (0, 1) or not h1_in_a_section(markdown)
+    opens = renderer.first_level in (0, 1) or not renderer.saw_h1 or not h1_in_a_section(markdown)
     title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None)
     if title and not (renderer.saw_h1 and opens):
         promoted = head_title(markdown, title)

@@ -804,3 +804,26 @@ def test_code_walk_reads_childless_tokens_inline() -> None:
                                 '    <span class="k">pass</span></div>\n'
                                 '<button>copy</button>x = 1</pre>', lxml.etree.HTMLParser()).find(".//pre")
     assert code_text(pre) == "import os\ndef f():\n    pass\nx = 1"
+
+
+def test_a_separator_drawn_by_css_keeps_the_words_apart() -> None:
+    """gi-docgen's titles: ``Soup<span class="sep"></span>Session``, the mark being ``span.sep::after`` in CSS.
+
+    Read as markup, the words ran together ("SoupSession", "PangoLayoutget_iter") in the title and the H1 of
+    every type, method and function page; an empty separator span is a space. One with text of its own
+    (a breadcrumb's "›") is text as before.
+    """
+    result = extract_html('<html><head><title>Soup.Session</title></head><body><section class="content">'
+                          '<header><h3>Class</h3><h1 aria-label="Name"><a href="index.html">Soup</a><span'
+                          ' class="sep" role="presentation"></span>Session</h1></header><p>A session sends'
+                          ' messages.</p></section></body></html>', "https://docs.example/soup/class.Session.html")
+    assert result.title == "Soup Session"
+    assert "# [Soup](https://docs.example/soup/index.html) Session\n\nA session sends messages." in result.markdown
+    method = extract_html('<html><body><main><h1><a href="index.html">Pango</a><span class="sep"></span><a'
+                          ' href="class.Layout.html">Layout</a><span class="sep"></span>get_iter</h1><p>Returns an'
+                          ' iterator.</p></main></body></html>')
+    assert method.title == "Pango Layout get_iter"
+    assert method.markdown.startswith("# [Pango](index.html) [Layout](class.Layout.html) get_iter\n\n")
+    crumbs = extract_html('<html><body><main><h1>Guide<span class="sep">›</span>Install</h1><p>Steps to install'
+                          ' the package.</p></main></body></html>')
+    assert crumbs.title == "Guide›Install"

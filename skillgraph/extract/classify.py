@@ -20,6 +20,11 @@ TABLIST = 16
 TABPANEL = 32
 LAYOUT = 64
 CODE = 128
+SEPARATOR = 256
+
+#: Class tokens of an inline separator whose mark is drawn by CSS (``span.sep::after { content: "▸" }``,
+#: gi-docgen's ``Soup<span class="sep"></span>Session``): empty in the markup, a space in the text.
+SEPARATOR_TOKENS = frozenset(["sep", "separator"])
 
 #: Never content: scripts, forms, media without text, site chrome landmarks. ``address`` is the contact
 #: details of a page's author or owner (HTML: "for its nearest article or body"), a footer by another name:
@@ -131,6 +136,8 @@ def _classify(tag: str, cls: str) -> int:
             flags |= LAYOUT
         if tok in CODE_TOKENS and tag == "div":
             flags |= CODE
+        if tok in SEPARATOR_TOKENS and tag == "span":
+            flags |= SEPARATOR
     if tag == "dt" and ("sig" in tokens or "sig-object" in tokens):
         flags |= SIGNATURE
     if tag == "dl" and _SIG_DL_TOKENS.intersection(tokens):

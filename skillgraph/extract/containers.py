@@ -18,6 +18,7 @@ from skillgraph.extract.classify import (
     CODE,
     KINDS,
     LAYOUT,
+    SEPARATOR,
     SIGNATURE,
     SKIP,
     TABLIST,
@@ -62,6 +63,8 @@ def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> No
         out.flush()
     elif flags & CODE:
         r.block(el, out)  # a code wrapper around a <pre>: the <pre> is the block
+    elif flags & SEPARATOR and not len(el) and not (el.text or "").strip():
+        out.inline.append(" ")  # its mark is CSS: the words either side stay apart
     else:
         r.element(el, out)
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from skillgraph.extract.classify import CACHE_LIMIT
+from skillgraph.extract.classify import CACHE_LIMIT, SEPARATOR_TOKENS
 from skillgraph.urls import join
 
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?]|\Z)")  # at the end of a piece too: a link or span may follow
@@ -27,18 +27,27 @@ _CHROME_TAGS = frozenset(["button", "script", "style", "template"])
 _CHROME_CLASSES = ("headerlink", "linenos", "viewcode-link", "sr-only", "visually-hidden")
 
 
-#: What a class string says of its element: 0 nothing, 1 chrome, 2 chrome on an ``<a>`` only (``anchor``).
+#: What a class string says of its element: 0 nothing, 1 chrome, 2 chrome on an ``<a>`` only (``anchor``),
+#: 3 a separator drawn by CSS when on an empty ``<span>`` (:data:`~skillgraph.extract.classify.SEPARATOR_TOKENS`).
 _chrome_cache: dict[str, int] = {}
 
 
 def _chrome_class(cls: str) -> int:
     if any(c in cls for c in _CHROME_CLASSES):
         return 1
-    return 2 if "anchor" in cls else 0
+    if "anchor" in cls:
+        return 2
+    return 3 if not SEPARATOR_TOKENS.isdisjoint(cls.split()) else 0
+
+
+def _is_separator(node: etree._Element) -> bool:
+    """An empty ``<span>`` whose class says separator: its mark is CSS, so it stands for a space."""
+    return node.tag == "span" and not len(node) and not (node.text or "").strip() \
+        and _chrome_cache.get(node.get("class") or "") == 3
 
 
 def _find_chrome(el: etree._Element) -> list[etree._Element]:
-    """Permalinks, line numbers, buttons and screen-reader text below ``el``.
+    """Permalinks, line numbers, buttons and screen-reader text below ``el``, and separators drawn by CSS.
 
     A Python walk with a class test memoised per class string: the equivalent XPath measured
     ~7x slower.
@@ -58,7 +67,7 @@ def _find_chrome(el: etree._Element) -> list[etree._Element]:
                 if len(_chrome_cache) > CACHE_LIMIT:  # keep memory bounded over a long crawl
                     _chrome_cache.clear()
                 said = _chrome_cache[cls] = _chrome_class(cls)
-            if said == 1 or (said == 2 and tag == "a"):
+            if said == 1 or (said == 2 and tag == "a") or (said == 3 and _is_separator(node)):
                 found.append(node)
     return found
 
@@ -107,6 +116,8 @@ def _gather(el: etree._Element, skip: set[etree._Element], holders: set[etree._E
             _gather(child, skip, holders, parts)
         elif child not in skip and isinstance(child.tag, str):
             parts.append(text_of(child))
+        elif child in skip and _is_separator(child):
+            parts.append(" ")
         if child.tail:
             parts.append(child.tail)
 
@@ -125,7 +136,7 @@ def plain_text(el: etree._Element) -> str:
         # whole text but that element's own, its tail kept; one C-level read, not one per child.
         full = text_of(el)
         tail = last.tail or ""
-        text = full[: len(full) - len(last.text or "") - len(tail)] + tail
+        text = full[: len(full) - len(last.text or "") - len(tail)] + (" " if _is_separator(last) else "") + tail
     elif chrome:
         holders: set[etree._Element] = set()
         for node in chrome:

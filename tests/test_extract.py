@@ -302,6 +302,23 @@ def test_prose_escaping_and_block_markers() -> None:
     assert_output_rules(md)
 
 
+def test_a_backslash_in_prose_is_read_as_written() -> None:
+    """SWI-Prolog's operator table: ``\\=`` and ``=`` were the same markdown (a backslash before punctuation is
+    an escape to a markdown reader); ``=\\=`` read as ``==``. Before a letter a backslash is literal as it is."""
+    md = extract_html(wrap("<p>Not unifiable: \\= and equal: =\\= and a path C:\\dir\\ end</p>"
+                           "<table><tr><th>op</th><th>meaning</th></tr><tr><td>\\=</td><td>not unifiable</td></tr>"
+                           "<tr><td>=</td><td>unify</td></tr></table>")).markdown
+    assert "Not unifiable: \\\\= and equal: =\\\\= and a path C:\\dir\\ end" in md
+    assert "| \\\\= | not unifiable |" in md and "| \\= | unify |" in md  # a lone "=" is escaped (setext)
+
+
+def test_a_space_set_in_code_type_keeps_the_words_apart() -> None:
+    """Scribble's section numbers: ``<h4>15.1<tt>&nbsp;</tt>Paths</h4>`` read "15.1Paths"."""
+    md = extract_html(wrap("<h4>15.1<tt>&nbsp;</tt><a name='x'></a>Paths</h4><p>The space character"
+                           " &quot;<code> </code>&quot; ends a word.</p>")).markdown
+    assert "#### 15.1 Paths" in md and 'The space character " " ends a word.' in md
+
+
 def test_images_are_alt_text_and_emphasis_keeps_spaces() -> None:
     md = extract_html(wrap('<p><img src="a.png" alt="A chart"> shows <em> growth </em>and <strong>b</strong></p>'))
     assert md.markdown == "A chart shows *growth* and **b**\n"

@@ -18,6 +18,8 @@ from skillgraph.extract.classify import CACHE_LIMIT, SEPARATOR_TOKENS
 from skillgraph.urls import join
 
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?]|\Z)")  # at the end of a piece too: a link or span may follow
+#: A backslash that CommonMark reads as an escape: before ASCII punctuation (or at a piece's end).
+_ESCAPING_BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~]|\Z)")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _BACKTICKS = re.compile(r"`+")
 #: An image file's name or path (docutils and Sphinx give an image without ``:alt:`` its URI for alt text).
@@ -76,7 +78,13 @@ _PERMALINK_TEXT = frozenset(["¶", "#", "§", "🔗", "\u200b", ""])
 
 
 def escape(text: str) -> str:
-    """Escape prose text so markdown renders it literally (cheap `in` tests first)."""
+    """Escape prose text so markdown renders it literally (cheap `in` tests first).
+
+    A backslash is doubled where markdown would read it as an escape (before ASCII punctuation, or at
+    the end of a piece, where the next piece or a line end may follow): ``\\=`` and ``=`` were one text.
+    """
+    if "\\" in text:
+        text = _ESCAPING_BACKSLASH.sub(r"\\\\", text)
     if "<" in text:
         text = _TAGLIKE.sub("&lt;", text)
     if "*" in text:

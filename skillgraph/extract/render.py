@@ -233,9 +233,13 @@ class Renderer:
             out.blocks.append(code.fence(body, code.language(el)))
             return
         span = code_span(text)
-        if span and text[-1:].isspace():
+        if not span:
+            if text:  # only whitespace (Scribble's ``15.1<tt>&nbsp;</tt>Paths``): the words stay apart
+                out.inline.append(" ")
+            return
+        if text[-1:].isspace():
             span += " "  # "<code>(obsolete) </code>int": the space shows between them, outside the span
-        if span and text[:1].isspace():
+        if text[:1].isspace():
             span = " " + span
         out.inline.append(span)
 

@@ -414,6 +414,22 @@ def test_sphinx_themes_pick_the_article(theme: str) -> None:
     assert result.markdown == "# Page\n\nBody text.\n\n```python\nx = 1\n```\n", theme
 
 
+def test_an_index_page_is_told_by_its_text_not_by_its_links_lengths() -> None:
+    """SQLAlchemy's ``orm/relationships.html``, 391 characters: read from a file it kept its toctree, crawled from
+    a server its absolute link destinations made it longer than an index page and its 8 links were lost."""
+    intro = "".join(f'<a href="{name}.html">{name}</a> ' for name in ("basic", "self", "joins", "loading", "cascades", "backref"))
+    html = ('<html><head><script src="_static/documentation_options.js"></script><title>Relationships</title>'
+            '</head><body><div role="main" class="body"><section id="r"><h1>Relationship Configuration</h1>'
+            f"<p>This section describes the relationship() function and its parameters: {intro}</p>"
+            '<div class="toctree-wrapper compound"><ul><li class="toctree-l1"><a href="basic.html">Basic Patterns'
+            '</a></li><li class="toctree-l1"><a href="self.html">Adjacency Lists</a></li></ul></div></section>'
+            "</div></body></html>")
+    short = extract_html(html, "http://h/orm/relationships.html").markdown
+    long = extract_html(html, "http://documentation.example.org/sqlalchemy/2.0/orm/relationships.html").markdown
+    assert "- [Basic Patterns](http://h/orm/basic.html)\n- [Adjacency Lists](http://h/orm/self.html)" in short
+    assert long == short.replace("http://h/", "http://documentation.example.org/sqlalchemy/2.0/")
+
+
 def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
     """A page whose content is its toctree (``library/windows.html``) is not emptied."""
     page = Path("/usr/share/doc/python3.11/html/library/windows.html")

@@ -55,6 +55,9 @@ class Renderer:
         #: h1 does not open with its title (Doxygen's detailed description holds the comment's own h1s)
         self.first_level = 0
         self.in_heading = False
+        #: characters of the link destinations written: never fewer than the markdown holds (a render
+        #: given up for another counts too), so the markdown less this is a floor of its text's length
+        self.destinations = 0
         self.in_cell = 0  #: depth of table cells being rendered (code stays inline there)
         self.list_depth = 0  #: depth of list items being rendered
         #: emphasis marks open around what is being rendered, each with the output and block count it
@@ -260,6 +263,7 @@ class Renderer:
         target = self.linker.target(href)
         if not core or target is None or BR in core:
             return
+        self.destinations += len(target)
         if len(core) == len(content):
             linked = f"[{core}]({target})"
         else:

@@ -11,6 +11,8 @@ each section heading), as the walker would meet it if it were not chrome.
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from skillgraph.extract import containers
@@ -18,13 +20,31 @@ from skillgraph.extract.blocks import Out, Walker
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import escape, plain_text
 
-#: Below this many characters a page is an index page whose table of contents is its content.
+#: Below this many characters of text (link destinations left out) a page is an index page whose table
+#: of contents is its content.
 INDEX_PAGE_CHARS = 400
+#: A markdown link's destination, parentheses balanced one level deep (as the renderer writes them).
+_DESTINATION = re.compile(r"\]\(((?:[^()\s]|\([^()\s]*\))*)\)")
 #: Levels of a generic table of contents kept on an index page.
 TOC_DEPTH = 2
 _LISTS = frozenset(["ul", "ol", "dl"])
 #: Plain block wrappers the walk goes down through to reach a table of contents inside them.
 _WRAPPERS = frozenset(["div", "section", "article", "main"])
+
+
+def is_index_page(markdown: str, destinations: int) -> bool:
+    """Is a page this short, its links' destinations left out, an index page?
+
+    Counted without the destinations, the verdict does not depend on the host's name: with them, the
+    same page (SQLAlchemy's ``orm/relationships.html``: 391 characters) was an index page read from a
+    file and lost its toctree when crawled from a server with a longer URL. ``destinations`` (what the
+    renderer wrote, never fewer than the markdown holds) settles most pages without reading them.
+    """
+    if len(markdown) - destinations >= INDEX_PAGE_CHARS:
+        return False
+    if len(markdown) < INDEX_PAGE_CHARS:
+        return True
+    return len(markdown) - sum(map(len, _DESTINATION.findall(markdown))) < INDEX_PAGE_CHARS
 
 
 def _toctrees(renderer: Walker, body: etree._Element) -> dict[etree._Element, list[str]]:

@@ -860,3 +860,15 @@ def test_a_separator_drawn_by_css_keeps_the_words_apart() -> None:
     crumbs = extract_html('<html><body><main><h1>Guide<span class="sep">›</span>Install</h1><p>Steps to install'
                           ' the package.</p></main></body></html>')
     assert crumbs.title == "Guide›Install"
+
+
+def test_a_term_and_its_classifier_stay_apart() -> None:
+    """numpydoc's parameters (SciPy, pandas): ``<dt><strong>obs</strong><span class="classifier">ndarray</span>``, the
+    colon being ``.classifier:before`` in CSS, read ``**obs**ndarray``; docutils' HTML4 writer spells the colon."""
+    md = extract_html(wrap('<dl class="field-list"><dt class="field-odd">Parameters</dt><dd class="field-odd"><dl>'
+                           '<dt><strong>obs</strong><span class="classifier">ndarray, optional</span></dt>'
+                           "<dd><p>Observations.</p></dd></dl></dd></dl>"
+                           '<dl><dt>Term <span class="classifier-delimiter">:</span> <span class="classifier">'
+                           "classifier</span></dt><dd><p>Definition.</p></dd></dl>")).markdown
+    assert "**obs** : ndarray, optional\n\nObservations." in md
+    assert "**Term : classifier**\n\nDefinition." in md

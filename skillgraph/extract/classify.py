@@ -21,6 +21,8 @@ TABPANEL = 32
 LAYOUT = 64
 CODE = 128
 SEPARATOR = 256
+#: docutils' ``term : classifier`` (numpydoc's ``name : type``): the colon is CSS (``.classifier:before``).
+CLASSIFIER = 512
 
 #: Class tokens of an inline separator whose mark is drawn by CSS (``span.sep::after { content: "▸" }``,
 #: gi-docgen's ``Soup<span class="sep"></span>Session``): empty in the markup, a space in the text.
@@ -138,6 +140,8 @@ def _classify(tag: str, cls: str) -> int:
             flags |= CODE
         if tok in SEPARATOR_TOKENS and tag == "span":
             flags |= SEPARATOR
+        if tok == "classifier" and tag == "span":
+            flags |= CLASSIFIER
     if tag == "dt" and ("sig" in tokens or "sig-object" in tokens):
         flags |= SIGNATURE
     if tag == "dl" and _SIG_DL_TOKENS.intersection(tokens):

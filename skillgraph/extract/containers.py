@@ -15,6 +15,7 @@ from skillgraph.extract.blocks import Out, Walker, is_list_block, quote_lines
 from skillgraph.extract.classify import (
     ADMONITION,
     ADMONITION_TOKENS,
+    CLASSIFIER,
     CODE,
     KINDS,
     LAYOUT,
@@ -65,6 +66,11 @@ def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> No
         r.block(el, out)  # a code wrapper around a <pre>: the <pre> is the block
     elif flags & SEPARATOR and not len(el) and not (el.text or "").strip():
         out.inline.append(" ")  # its mark is CSS: the words either side stay apart
+    elif flags & CLASSIFIER:
+        before = el.getprevious()
+        if before is None or "classifier-delimiter" not in (before.get("class") or ""):
+            out.inline.append(" : ")  # docutils' "term : classifier", its colon drawn by CSS (HTML5 writer)
+        r.element(el, out)
     else:
         r.element(el, out)
 

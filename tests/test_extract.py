@@ -872,3 +872,21 @@ def test_a_term_and_its_classifier_stay_apart() -> None:
                            "classifier</span></dt><dd><p>Definition.</p></dd></dl>")).markdown
     assert "**obs** : ndarray, optional\n\nObservations." in md
     assert "**Term : classifier**\n\nDefinition." in md
+
+
+def test_footnotes_written_after_the_content_element_are_kept() -> None:
+    """texi2any puts a node's footnotes in div.footnote after its div.section: the marker was left dangling."""
+    bar = ('<div class="header"><p>Previous: <a href="Cell-Arrays.html" rel="prev">Cell Arrays</a>, Up: <a'
+           ' href="Data-Containers.html" rel="up">Data Containers</a> &nbsp; [<a href="index.html#SEC_Contents"'
+           ' rel="contents">Contents</a>]</p></div>')
+    more = 3 * ("<p>Comma separated lists can appear on both sides of an assignment, and structure arrays and cell"
+                " arrays can be converted into comma separated lists, in place of explicit ones.</p>")
+    md = extract_html(f'<html><body><div class="section" id="Lists">{bar}<hr><h3 class="section">6.4 Comma'
+                      ' Separated Lists</h3><p>Comma separated lists <a id="DOCF2" href="#FOOT2"><sup>2</sup></a> are'
+                      f' the basic argument type to all Octave functions, for input and return arguments.</p>{more}'
+                      '</div><div class="footnote"><hr><h4 class="footnotes-heading">Footnotes</h4><h5><a id="FOOT2"'
+                      f' href="#DOCF2">(2)</a></h5><p>Also called <em>cs-lists</em>.</p></div><hr>{bar}'
+                      '</body></html>').markdown
+    assert md.startswith("### 6.4 Comma Separated Lists\n\nComma separated lists [2](#FOOT2) are the basic"), md
+    assert md.endswith("#### Footnotes\n\n##### (2)\n\nAlso called *cs-lists*.\n"), md
+    assert "Data Containers" not in md, "the bars above and below are navigation"

@@ -176,6 +176,24 @@ def test_a_site_header_before_the_page_heading_is_left_out() -> None:
     assert "Item" not in md and "SiteLogo" not in md and "Pick any two" not in md
 
 
+def test_a_one_way_bar_is_told_by_its_links_rel() -> None:
+    """texi2any's first and last nodes: one of Next/Prev/Up, then [Contents][Index]; the links' rel say it is
+    navigation (Maxima, Octave, R's manuals, Texinfo's own: the bar was the page's first line)."""
+    bar = ('<div class="header"><p>Next: <a href="maxima_108.html" accesskey="n" rel="next">Functions and Variables'
+           ' for fft</a> &nbsp; [<a href="maxima_toc.html#SEC_Contents" title="Table of contents" rel="contents">'
+           'Contents</a>][<a href="maxima_377.html" title="Index" rel="index">Index</a>]</p></div>')
+    html = (f'<html><body><div class="section" id="Intro">{bar}<h3 class="section">22.1 Introduction to fast Fourier'
+            " transform</h3><p>The fft package comprises functions for the numerical computation of the fast Fourier"
+            " transform of sequences whose length is a power of two.</p></div><hr>" + bar + "</body></html>")
+    md = extract_html(html).markdown
+    assert md.startswith("### 22.1 Introduction to fast Fourier transform\n\nThe fft package"), md
+    assert "Contents" not in md and "Functions and Variables" not in md
+    # a paragraph that says "next" and "index" in its words, its links without rel, is text
+    prose = ('<html><body><main><h1>Guide</h1><p>Next, read the <a href="index.html">index of terms</a> and go up to'
+             ' <a href="home.html">the home page</a>.</p></main></body></html>')
+    assert "Next, read the [index of terms](index.html)" in extract_html(prose).markdown
+
+
 def test_links_after_the_page_opened_are_content() -> None:
     """A synopsis of links after a module header (Haddock), a brief description of links (Doxygen): kept."""
     html = ("<html><head><title>Data.Maybe</title></head><body><div id=\"module-header\"><p class=\"caption\">"

@@ -96,7 +96,34 @@ def _render(root: etree._Element, body: etree._Element, url: str | None, skip: s
             renderer, markdown = index, "\n\n".join(_tidy(blocks))
             if after:
                 markdown = f"{markdown}\n\n{after}" if markdown else after
+    notes = ["\n\n".join(_tidy(renderer.blocks(note))) for note in notes_beside(body)]
+    if notes:
+        markdown = "\n\n".join([markdown, *notes]) if markdown else "\n\n".join(notes)
     return renderer, markdown
+
+
+#: Class tokens of a page's footnotes container.
+_NOTES_TOKENS = frozenset(["footnote", "footnotes"])
+
+
+def notes_beside(content: etree._Element) -> list[etree._Element]:
+    """The footnotes that follow the content element, outside it (its markers inside point at them).
+
+    texi2any writes a node's footnotes as ``div.footnote`` after the node's ``div.section`` (or
+    chapter), not in it: the content element ended before them, leaving each ``[6](#FOOT6)`` dangling
+    (GNU manuals: Octave, Maxima, SBCL...). Notes held inside the content are rendered with it.
+    """
+    found = []
+    for sibling in content.itersiblings():
+        tag = sibling.tag
+        if tag.__class__ is str and tag in _NOTES_TAGS:
+            cls = sibling.get("class")
+            if cls and not _NOTES_TOKENS.isdisjoint(cls.split()):
+                found.append(sibling)
+    return found
+
+
+_NOTES_TAGS = frozenset(["div", "section", "aside"])
 
 
 def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extraction:

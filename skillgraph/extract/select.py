@@ -51,6 +51,8 @@ _TABLE_PARTS = frozenset(["tbody", "thead", "tfoot", "tr"])
 
 
 _NAV_WORD = re.compile(r"\b(next|prev|previous|up|home)\b", re.I)
+#: Link types (HTML's ``rel``) of a page's way around its site: two of them on a bar's links make it one.
+_NAV_RELS = frozenset(["next", "prev", "up", "home", "start", "first", "last", "contents", "index", "toc"])
 #: A block this short, this much link text, naming two of Next/Prev/Up/Home, is a navigation bar.
 NAVBAR_CHARS = 400
 NAVBAR_LINK_SHARE = 0.4
@@ -98,6 +100,9 @@ def _is_navbar(el: etree._Element, raw: int, links: int, tag: str) -> bool:
     said = [text_of(el)]
     for a in el.iter("a"):  # arrows ("<< >>") say where they go in rel (texinfo) or title (texi2html)
         said.extend((a.get("rel") or "", a.get("title") or ""))
+    rels = " ".join(said[1::2])
+    if rels.strip() and len(_NAV_RELS.intersection(rels.lower().replace("previous", "prev").split())) >= 2:
+        return True  # "Next: [fft] [Contents] [Index]": texinfo's one-way bar, its links' rel say so
     text = " ".join(said)
     if text.isascii():
         low = text.lower()

@@ -39,7 +39,8 @@ SKIP_TAGS = frozenset(
     ]
 )
 
-#: Class tokens that mark chrome on any element.
+#: Class tokens that mark chrome on any element. ``ttc`` is Doxygen's tooltip (SOURCE_TOOLTIPS): a symbol's
+#: name, brief and definition, hidden in each code fragment until hovered.
 _SKIP_TOKENS = frozenset(
     [
         "toc", "table-of-contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
@@ -57,7 +58,7 @@ _SKIP_TOKENS = frozenset(
         "docMainContainer-footer", "toc-tree", "toc-sticky", "toc-title", "toc-container", "toc-wrapper",
         "toc-list", "tocwrapper", "toctree-wrapper", "print:hidden", "print:nx-hidden", "d-print-none", "noprint",
         "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
-        "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu",
+        "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu", "ttc",
     ]
 )
 

@@ -63,7 +63,11 @@ def _chrome(el: etree._Element, tag: str) -> bool:
     if tag in _LAYOUT_SET:
         return bool(kind(el, tag) & SKIP)  # a popup menu in the text (Bootstrap's ul.dropdown-menu)
     cls = el.get("class")
-    return bool(cls) and ("lineno" in cls or "gutter" in cls or "copy" in cls)
+    if not cls:
+        return False
+    if "lineno" in cls or "gutter" in cls or "copy" in cls:
+        return True
+    return tag == "div" and bool(kind(el, tag) & SKIP)  # Doxygen's hidden tooltips (div.ttc) among the lines
 
 
 def _walk(el: etree._Element, parts: list[str]) -> None:

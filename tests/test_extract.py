@@ -890,3 +890,19 @@ def test_footnotes_written_after_the_content_element_are_kept() -> None:
     assert md.startswith("### 6.4 Comma Separated Lists\n\nComma separated lists [2](#FOOT2) are the basic"), md
     assert md.endswith("#### Footnotes\n\n##### (2)\n\nAlso called *cs-lists*.\n"), md
     assert "Data Containers" not in md, "the bars above and below are navigation"
+
+
+def test_a_doxygen_page_whose_sections_are_h1s_keeps_its_title_block() -> None:
+    """A ``\\page`` (Eigen's tutorials, Doxygen's own "Getting started"): the title block sits outside div.contents,
+    which opens with prose and then the page's sections as h1s; the first section was taken for the title."""
+    result = extract_html('<html><head><title>Eigen: The Matrix class</title></head><body><div class="header">'
+                          '<div class="headertitle"><div class="title">The Matrix class<div class="ingroups"><a'
+                          ' class="el" href="group__Dense.html">Dense matrix manipulation</a></div></div></div></div>'
+                          '<div class="contents"><p>In Eigen, all matrices and vectors are objects of the Matrix'
+                          ' template class.</p><h1>The first three template parameters of Matrix</h1><p>The Matrix'
+                          " class takes six template parameters.</p><h1>Coefficient accessors</h1><p>The primary"
+                          " coefficient accessors are the overloaded parenthesis operators.</p></div></body></html>")
+    assert result.title == "The Matrix class"
+    assert result.markdown.startswith("# The Matrix class\n\nIn Eigen, all matrices and vectors are objects"), \
+        result.markdown
+    assert "\n\n# The first three template parameters of Matrix\n\nThe Matrix class takes" in result.markdown

@@ -22,7 +22,7 @@ from skillgraph.extract.inline import Linker, escape
 from skillgraph.extract.render import Renderer
 from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
 from skillgraph.extract.shape import Census, fence_sources
-from skillgraph.extract.title import first_h1, h1_in_a_section, head_title, page_title, site_banner
+from skillgraph.extract.title import first_h1, h1_in_a_section, head_title, page_title, site_banner, title_beside
 from skillgraph.extract.toc import index_blocks, is_index_page
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
@@ -190,6 +190,10 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
     # an h1 under a section of the page is that section's, not the page's title (Doxygen: the
     # comment's own "# Creating Slots" in a group's detailed description, under "## Classes")
     opens = renderer.first_level in (0, 1) or not renderer.saw_h1 or not h1_in_a_section(markdown)
+    if opens and renderer.saw_h1 and markdown[:1] != "#" and element.tag != "body" and title_beside(root, element):
+        # prose before the first h1, a title block outside the content: the h1s are sections (a Doxygen
+        # \page whose sections are h1s: Eigen's "The Matrix class" was titled by its first section)
+        opens = False
     title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None)
     if title and not (renderer.saw_h1 and opens):
         promoted = head_title(markdown, title)

@@ -69,16 +69,23 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
             if text:
                 return text
     if main.tag != "body" and (h1 if main.tag != "h1" else _h1_in(main)) is None:
-        # A title block left outside the content column (Doxygen ``div.title``).
-        block = _title_block(root)
-        if block is not None and not _inside(block, main):
-            text = _own_line(block)
-            if 0 < len(text) <= 200:
-                return text
+        text = title_beside(root, main)
+        if text:
+            return text
     title = root.find("head/title")
     if title is None:
         title = root.find(".//title")
     return _clean_title(title.text or "") if title is not None and title.text else ""
+
+
+def title_beside(root: etree._Element, main: etree._Element) -> str:
+    """A title block left outside the content column (Doxygen ``div.title``): its own line, or ""."""
+    block = _title_block(root)
+    if block is not None and not _inside(block, main):
+        text = _own_line(block)
+        if 0 < len(text) <= 200:
+            return text
+    return ""
 
 
 _HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])

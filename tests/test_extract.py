@@ -226,6 +226,23 @@ def test_pygments_line_numbers_and_highlight_tables_are_not_code() -> None:
     assert extract_html(html).markdown == "```python\nx = 1\ny = 2\n```\n\n```\na = 1\nb = 2\n```\n"
 
 
+def test_a_column_of_line_numbers_beside_a_listing_is_not_code() -> None:
+    """YARD's table.source_code and gtk-doc's table.listing_frame: the numbers in a cell of their own, in a <pre>
+    (226 of 274 YARD pages and every gtk-doc example wrote them as a fence of their own)."""
+    yard = wrap('<table class="source_code"><tr><td><pre class="lines">\n\n20\n21\n22</pre></td><td><pre class="code">'
+                "# File 'lib/yard/globals.rb', line 20\n\ndef log\n  YARD::Logger.instance\nend</pre></td></tr></table>")
+    result = extract_html(yard)
+    assert result.markdown == ("```\n# File 'lib/yard/globals.rb', line 20\n\ndef log\n  YARD::Logger.instance\nend\n"
+                               "```\n")
+    assert result.structure.status == "pass", result.structure
+    gtkdoc = wrap('<div class="informalexample"><table class="listing_frame" border="0" cellpadding="0"'
+                  ' cellspacing="0"><tbody><tr><td class="listing_lines" align="right"><pre>1\n2</pre></td><td'
+                  ' class="listing_code"><pre class="programlisting">gpointer p;\nint i;</pre></td></tr></tbody>'
+                  "</table></div><table><tr><td><pre>1</pre></td><td>one</td></tr></table>")
+    md = extract_html(gtkdoc).markdown
+    assert md.startswith("```\ngpointer p;\nint i;\n```\n"), md
+
+
 def test_tables_pipe_escaping_spans_and_complex_fallback() -> None:
     html = wrap(
         "<table><thead><tr><th>k</th><th>v</th><th>w</th></tr></thead>"

@@ -57,6 +57,18 @@ def _needs_walk(pre: etree._Element) -> bool:
 _LINE_TAGS = frozenset(["div", "p"])
 
 
+def is_gutter(pre: etree._Element) -> bool:
+    """Is ``pre`` a column of line numbers in the cell before its listing's (YARD's ``td > pre.lines``)?"""
+    cell = pre.getparent()
+    if cell is None or cell.tag != "td" or len(pre):
+        return False
+    numbers = (pre.text or "").split()
+    if not numbers or not all(n.isdigit() for n in numbers):
+        return False
+    listing = cell.getnext()
+    return listing is not None and listing.tag == "td" and next(listing.iter("pre"), None) is not None
+
+
 def _chrome(el: etree._Element, tag: str) -> bool:
     if tag == "button":
         return True

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, code_class, kind
-from skillgraph.extract.code import lays_out
+from skillgraph.extract.code import is_gutter, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
@@ -76,6 +76,8 @@ def _what(el: etree._Element, tag: str, facts: Facts | None = None) -> int:
     parent = el.getparent()
     if parent is not None and (parent.tag == "pre" or "lineno" in (parent.get("class") or "")):
         return NONE  # <pre><pre> wrappers and line-number gutters are one block
+    if tag == "pre" and parent is not None and parent.tag == "td" and is_gutter(el):
+        return NONE  # line numbers in the cell before a listing's (YARD)
     if tag == "div" and next(el.iter("pre"), None) is not None:
         return NONE  # a code wrapper: its <pre> is the block
     if tag == "pre":

@@ -27,7 +27,7 @@ from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
 from skillgraph.extract.classify import SKIP, kind
-from skillgraph.extract.code import code_block
+from skillgraph.extract.code import code_block, is_gutter
 from skillgraph.extract.inline import text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
@@ -148,7 +148,9 @@ def _is_block(block: str) -> bool:
 def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
-    if "highlighttable" in (el.get("class") or ""):
+    first = next(el.iter("pre"), None)
+    if first is not None and ("highlighttable" in (el.get("class") or "") or is_gutter(first)):
+        # a listing beside its line numbers (Pygments' table.highlighttable, YARD's table.source_code)
         pres = list(el.iter("pre"))
         block = code_block(pres[-1]) if pres else None
         if block:

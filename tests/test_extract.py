@@ -923,3 +923,28 @@ def test_a_doxygen_page_whose_sections_are_h1s_keeps_its_title_block() -> None:
     assert result.markdown.startswith("# The Matrix class\n\nIn Eigen, all matrices and vectors are objects"), \
         result.markdown
     assert "\n\n# The first three template parameters of Matrix\n\nThe Matrix class takes" in result.markdown
+
+
+def test_the_title_is_the_pages_own_words() -> None:
+    """A page without an h1: its heading says the title by its section number or most of its words (SWI-Prolog's
+    ``4.17 Input and output`` under ``<title>SWI-Prolog Reference Manual: Section 4.17``, Maxima's ``22.2 Functions
+    and Variables for fft``), and a ``<title>`` that names the site first gives the part the file is named after
+    (every Postfix man page was titled "Postfix manual")."""
+    body = "<p>Prolog reads and writes terms and characters through streams, which are opened by name.</p>"
+    result = extract_html(f"<html><head><title>SWI-Prolog 9.0.4 Reference Manual: Section 4.17</title></head><body>"
+                          f"<h2>4.17 Input and output</h2>{body}</body></html>", "http://h/Manual/IO.html")
+    assert result.markdown.startswith("# 4.17 Input and output\n\nProlog reads"), result.markdown
+    result = extract_html("<html><head><title>Functions and Variables for fast Fourier transform (Maxima 5.46.0"
+                          f" Manual)</title></head><body><h3>22.2 Functions and Variables for fft</h3>{body}"
+                          "</body></html>", "http://h/maxima_108.html")
+    assert result.markdown.startswith("# 22.2 Functions and Variables for fft\n\n"), result.markdown
+    result = extract_html("<html><head><title> Postfix manual - qmqp-sink(1) </title></head><body><pre>"
+                          "<b>NAME</b>\n       qmqp-sink - parallelized QMQP test server\n</pre></body></html>",
+                          "http://h/postfix/qmqp-sink.1.html")
+    assert result.title == "qmqp-sink(1)"
+    result = extract_html(f"<html><head><title>Getting started - Postfix manual</title></head><body>{body}</body>"
+                          "</html>", "http://h/postfix/getting-started.html")
+    assert result.title == "Getting started"  # the site's name last, as usual
+    result = extract_html(f"<html><head><title>NAME - SECTION 8</title></head><body><h2>Overview</h2>{body}</body>"
+                          "</html>", "http://h/x.html")
+    assert result.markdown.startswith("# NAME\n\n## Overview"), "a heading that says nothing of the title stays"

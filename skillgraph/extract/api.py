@@ -194,7 +194,7 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
         # prose before the first h1, a title block outside the content: the h1s are sections (a Doxygen
         # \page whose sections are h1s: Eigen's "The Matrix class" was titled by its first section)
         opens = False
-    title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None)
+    title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None, url)
     if title and not (renderer.saw_h1 and opens):
         promoted = head_title(markdown, title)
         if promoted is not None:

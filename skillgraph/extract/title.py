@@ -14,15 +14,26 @@ _first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='first
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
 
 
-def _clean_title(text: str) -> str:
-    """``<title>`` without the site suffix (``Page — Project 1.0 documentation``)."""
+def _clean_title(text: str, url: str | None = None) -> str:
+    """``<title>`` without the site's name: its suffix (``Page — Project 1.0 documentation``), or its prefix
+    when only the part after the separator shares a word with the page's file name (``Postfix manual -
+    qmqp-sink(1)`` at ``qmqp-sink.1.html``: every man page was titled "Postfix manual")."""
     text = squash(text)
     for sep in _TITLE_SEPARATORS:
         if sep in text:
-            head = text.rsplit(sep, 1)[0].strip()
+            head, _, tail = text.rpartition(sep)
+            head, tail = head.strip(), tail.strip()
+            if head and tail and url:
+                slug = _words(url.rsplit("/", 1)[-1])
+                if slug and _words(tail) & slug and not _words(head) & slug:
+                    return tail
             if head:
                 return head
     return text
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.casefold()))
 
 
 #: Elements whose class holds ``title`` (substring in C, the class token in Python), found from their
@@ -57,7 +68,7 @@ def _title_block(root: etree._Element) -> etree._Element | None:
 
 
 def page_title(root: etree._Element, main: etree._Element, generator: str | None,
-               h1: etree._Element | None) -> str:
+               h1: etree._Element | None, url: str | None = None) -> str:
     """The h1 of the content (MediaWiki: ``#firstHeading``), a title block beside it, else ``<title>`` cleaned.
 
     ``h1`` is :func:`first_h1` of ``main``.
@@ -75,7 +86,7 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
     title = root.find("head/title")
     if title is None:
         title = root.find(".//title")
-    return _clean_title(title.text or "") if title is not None and title.text else ""
+    return _clean_title(title.text or "", url) if title is not None and title.text else ""
 
 
 def title_beside(root: etree._Element, main: etree._Element) -> str:
@@ -162,9 +173,23 @@ def head_title(markdown: str, title: str) -> str | None:
     line, _, rest = markdown.partition("\n")
     level = len(line) - len(line.lstrip("#"))
     words = title_words(line[level:])
-    if level < 2 or not words or not words <= title_words(escape(title)):
+    if level < 2 or not words or not _says(line[level:], words, title):
         return None
     return f"# {line[level:].strip()}" + (f"\n{rest}" if rest else "")
+
+
+_SECTION_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)+)\s")
+
+
+def _says(heading: str, words: set[str], title: str) -> bool:
+    """Does a heading say the page's ``<title>``: all its words in it, two thirds of three or more (Maxima's
+    ``22.2 Functions and Variables for fft`` under ``Functions and Variables for fast Fourier transform``), or
+    its section number (SWI-Prolog's ``4.17 Input and output`` under ``Reference Manual: Section 4.17``)?"""
+    said = title_words(escape(title))
+    if words <= said or (len(words) >= 3 and 3 * len(words & said) >= 2 * len(words)):
+        return True
+    number = _SECTION_NUMBER.match(heading)
+    return number is not None and number.group(1) in title.split()
 
 
 def h1_in_a_section(markdown: str) -> bool:

@@ -948,3 +948,30 @@ def test_the_title_is_the_pages_own_words() -> None:
     result = extract_html(f"<html><head><title>NAME - SECTION 8</title></head><body><h2>Overview</h2>{body}</body>"
                           "</html>", "http://h/x.html")
     assert result.markdown.startswith("# NAME\n\n## Overview"), "a heading that says nothing of the title stays"
+
+
+def test_scribble_listings_laid_out_as_tables_are_code() -> None:
+    """Racket's manuals (Scribble): a listing is table.RktBlk, a row a line (an expression of several lines a table
+    in its row), indented by no-break spaces; a definition is a table.RBoxed box with its kind in a corner label;
+    a one-line example is a paragraph in blockquote.SCodeFlow. None had a <pre>, so none was fenced (0 of 1,147)."""
+    hs = '<span class="hspace">&nbsp;&nbsp;</span>'
+    html = wrap('<div class="navsettop"><span class="navleft"><a href="../index.html">top</a></span><span'
+                ' class="navright"><a href="mpairs.html">next &rarr;</a></span></div>'
+                '<h4>4.10<tt>&nbsp;</tt>Pairs and Lists</h4><p>A pair combines exactly two values.</p>'
+                '<blockquote class="SVInsetFlow"><table cellspacing="0" cellpadding="0" class="boxed RBoxed"><tr><td>'
+                '<blockquote class="SubFlow"><div class="RBackgroundLabel SIEHidden"><div class="RBackgroundLabelInner">'
+                '<p>procedure</p></div></div><p class="RForeground"><span class="RktPn">(</span><a href="#p">pair?</a>'
+                '<span class="hspace">&nbsp;</span>v<span class="RktPn">)</span> &rarr; boolean?</p></blockquote>'
+                f'</td></tr><tr><td>{hs}v : any/c</td></tr></table></blockquote>'
+                '<blockquote class="SCodeFlow"><table class="RktBlk"><tr><td><table class="RktBlk"><tr><td>'
+                f'<span class="stt">&gt; </span>(define int/c</td></tr><tr><td>{hs}{hs}(make-flat-contract))</td></tr>'
+                '</table></td></tr><tr><td><span class="RktRes">#t</span></td></tr></table></blockquote>'
+                '<p>Example:</p><blockquote class="SCodeFlow"><p><span class="RktPn">(</span>struct'
+                '<span class="hspace">&nbsp;</span>posn<span class="hspace">&nbsp;</span>(x y))</p></blockquote>')
+    result = extract_html(html)
+    assert result.markdown == (
+        "#### 4.10 Pairs and Lists\n\nA pair combines exactly two values.\n\n*procedure*\n\n"
+        "```racket\n(pair? v) → boolean?\n  v : any/c\n```\n\n"
+        "```racket\n> (define int/c\n    (make-flat-contract))\n#t\n```\n\nExample:\n\n```\n(struct posn (x y))\n```\n"
+    ), result.markdown
+    assert result.structure.status == "pass", result.structure

@@ -57,6 +57,25 @@ def _needs_walk(pre: etree._Element) -> bool:
 _LINE_TAGS = frozenset(["div", "p"])
 
 
+#: Class tokens of a table laid out a row a line of code: Scribble's listings (``RktBlk``) and definition boxes
+#: (``RBoxed``: a form's or procedure's signature and contracts).
+_LISTING_TABLE_TOKENS = frozenset(["RktBlk", "RBoxed"])
+#: Class tokens of a flow of code without a ``<pre>``: Scribble's ``blockquote.SCodeFlow`` (one line: a ``<p>``).
+CODE_FLOW_TOKENS = frozenset(["SCodeFlow"])
+
+
+def is_listing_table(table: etree._Element) -> bool:
+    """Is ``table`` a listing laid out a row a line (Scribble's ``table.RktBlk``, every Racket manual's code)?"""
+    cls = table.get("class")
+    return bool(cls) and not _LISTING_TABLE_TOKENS.isdisjoint(cls.split())
+
+
+def is_code_flow(el: etree._Element) -> bool:
+    """Is ``el`` a code flow that no ``<pre>`` or listing table holds (Scribble's one-line examples)?"""
+    cls = el.get("class")
+    return bool(cls) and not CODE_FLOW_TOKENS.isdisjoint(cls.split()) and next(el.iter("pre", "table"), None) is None
+
+
 def is_gutter(pre: etree._Element) -> bool:
     """Is ``pre`` a column of line numbers in the cell before its listing's (YARD's ``td > pre.lines``)?"""
     cell = pre.getparent()

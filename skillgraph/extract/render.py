@@ -205,6 +205,11 @@ class Renderer:
 
     def quote(self, el: etree._Element, out: Out) -> None:
         out.flush()
+        if code.is_code_flow(el):  # Scribble's one-line example: code in a paragraph, no <pre>
+            block = code.code_block(el)
+            if block:
+                out.blocks.append(block.replace("\xa0", " "))
+            return
         blocks = self.blocks(el)
         if any(b.startswith(("```", "|")) for b in blocks):
             # an indented block holding code (reST block quotes) or a table (old sites indent tables

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, code_class, kind
-from skillgraph.extract.code import is_gutter, lays_out
+from skillgraph.extract.code import is_code_flow, is_gutter, is_listing_table, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
@@ -101,11 +101,21 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
     """
     blocks = found = headings = 0
     memo: dict[etree._Element, bool] = {}
-    for el in scope.iter("pre", "div", "code", *HEADINGS) if sources else scope.iter("pre", "div", *HEADINGS):
+    for el in scope.iter("pre", "div", "code", "table", "blockquote", *HEADINGS) if sources \
+            else scope.iter("pre", "div", *HEADINGS):
         tag = el.tag
         if tag == "code":
             parent = el.getparent()
             if parent is not None and parent.tag != "pre" and "\n" in _text(el) and _visible(el, scope, memo):
+                found += 1
+            continue
+        if tag == "table":  # a listing laid out as a table, a row a line (Scribble's table.RktBlk), outermost
+            if is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table")) \
+                    and _visible(el, scope, memo):
+                found += 1
+            continue
+        if tag == "blockquote":
+            if is_code_flow(el) and _visible(el, scope, memo):
                 found += 1
             continue
         what = _what(el, tag)

@@ -27,8 +27,8 @@ from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
 from skillgraph.extract.classify import SKIP, kind
-from skillgraph.extract.code import code_block, is_gutter
-from skillgraph.extract.inline import text_of
+from skillgraph.extract.code import code_block, fence, is_gutter, is_listing_table
+from skillgraph.extract.inline import escape, squash, text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
 _CELLS = frozenset(["td", "th"])
@@ -120,6 +120,32 @@ def _unboxed(r: Walker, table: etree._Element, out: Out) -> None:
                 out.blocks.extend(blocks)
 
 
+def _listing_lines(table: etree._Element, lines: list[str], labels: list[str]) -> None:
+    """The lines of a listing laid out as a table, a row a line (Scribble's ``table.RktBlk``: an expression of
+    several lines is a table of its own in its row's cell; indentation is ``span.hspace`` of no-break spaces).
+
+    A definition box's corner label (``div.RBackgroundLabel``: "procedure") goes to ``labels``, not into a line.
+    """
+    for tr, _ in _rows(table):
+        parts = []
+        for cell in tr:
+            if cell.tag not in _CELLS:
+                continue
+            inner = next(cell.iterchildren("table"), None)
+            if inner is not None and len(cell) == 1 and not (cell.text or "").strip():
+                _listing_lines(inner, lines, labels)
+                continue
+            label = next((d for d in cell.iter("div") if "RBackgroundLabel" in (d.get("class") or "")), None)
+            text = text_of(cell)
+            if label is not None:
+                said = text_of(label)
+                labels.append(squash(said))
+                text = text.replace(said, "", 1)
+            parts.append(text)
+        if parts:
+            lines.append("".join(parts).replace("\xa0", " ").rstrip())
+
+
 def _rows(table: etree._Element) -> Iterator[tuple[etree._Element, bool]]:
     """Rows of this table (not of nested ones), with whether each is a header row."""
     for child in table:
@@ -148,6 +174,17 @@ def _is_block(block: str) -> bool:
 def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
+    if is_listing_table(el):
+        lines: list[str] = []
+        labels: list[str] = []
+        _listing_lines(el, lines, labels)
+        while lines and not lines[-1]:
+            lines.pop()
+        if any(lines):
+            if labels:  # what the box defines ("procedure", "syntax"), drawn in its corner
+                out.blocks.append(" ".join(f"*{escape(label)}*" for label in labels))
+            out.blocks.append(fence("\n".join(lines), "racket"))
+        return
     first = next(el.iter("pre"), None)
     if first is not None and ("highlighttable" in (el.get("class") or "") or is_gutter(first)):
         # a listing beside its line numbers (Pygments' table.highlighttable, YARD's table.source_code)

@@ -229,8 +229,9 @@ def test_pygments_line_numbers_and_highlight_tables_are_not_code() -> None:
 def test_a_column_of_line_numbers_beside_a_listing_is_not_code() -> None:
     """YARD's table.source_code and gtk-doc's table.listing_frame: the numbers in a cell of their own, in a <pre>
     (226 of 274 YARD pages and every gtk-doc example wrote them as a fence of their own)."""
-    yard = wrap('<table class="source_code"><tr><td><pre class="lines">\n\n20\n21\n22</pre></td><td><pre class="code">'
-                "# File 'lib/yard/globals.rb', line 20\n\ndef log\n  YARD::Logger.instance\nend</pre></td></tr></table>")
+    yard = wrap('<table class="source_code"><tr><td><pre class="lines">\n\n20\n21\n22</pre></td><td>'
+                "<pre class=\"code\"># File 'lib/yard/globals.rb', line 20\n\ndef log\n  YARD::Logger.instance\nend"
+                "</pre></td></tr></table>")
     result = extract_html(yard)
     assert result.markdown == ("```\n# File 'lib/yard/globals.rb', line 20\n\ndef log\n  YARD::Logger.instance\nend\n"
                                "```\n")
@@ -434,7 +435,8 @@ def test_sphinx_themes_pick_the_article(theme: str) -> None:
 def test_an_index_page_is_told_by_its_text_not_by_its_links_lengths() -> None:
     """SQLAlchemy's ``orm/relationships.html``, 391 characters: read from a file it kept its toctree, crawled from
     a server its absolute link destinations made it longer than an index page and its 8 links were lost."""
-    intro = "".join(f'<a href="{name}.html">{name}</a> ' for name in ("basic", "self", "joins", "loading", "cascades", "backref"))
+    names = ("basic", "self", "joins", "loading", "cascades", "backref")
+    intro = "".join(f'<a href="{name}.html">{name}</a> ' for name in names)
     html = ('<html><head><script src="_static/documentation_options.js"></script><title>Relationships</title>'
             '</head><body><div role="main" class="body"><section id="r"><h1>Relationship Configuration</h1>'
             f"<p>This section describes the relationship() function and its parameters: {intro}</p>"
@@ -958,9 +960,9 @@ def test_scribble_listings_laid_out_as_tables_are_code() -> None:
     html = wrap('<div class="navsettop"><span class="navleft"><a href="../index.html">top</a></span><span'
                 ' class="navright"><a href="mpairs.html">next &rarr;</a></span></div>'
                 '<h4>4.10<tt>&nbsp;</tt>Pairs and Lists</h4><p>A pair combines exactly two values.</p>'
-                '<blockquote class="SVInsetFlow"><table cellspacing="0" cellpadding="0" class="boxed RBoxed"><tr><td>'
-                '<blockquote class="SubFlow"><div class="RBackgroundLabel SIEHidden"><div class="RBackgroundLabelInner">'
-                '<p>procedure</p></div></div><p class="RForeground"><span class="RktPn">(</span><a href="#p">pair?</a>'
+                '<blockquote class="SVInsetFlow"><table cellspacing="0" cellpadding="0" class="boxed RBoxed"><tr>'
+                '<td><blockquote class="SubFlow"><div class="RBackgroundLabel SIEHidden"><div'
+                ' class="RBackgroundLabelInner"><p>procedure</p></div></div><p class="RForeground"><span class="RktPn">(</span><a href="#p">pair?</a>'
                 '<span class="hspace">&nbsp;</span>v<span class="RktPn">)</span> &rarr; boolean?</p></blockquote>'
                 f'</td></tr><tr><td>{hs}v : any/c</td></tr></table></blockquote>'
                 '<blockquote class="SCodeFlow"><table class="RktBlk"><tr><td><table class="RktBlk"><tr><td>'

@@ -176,13 +176,13 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
     out.flush()
     if is_listing_table(el):
         lines: list[str] = []
-        labels: list[str] = []
-        _listing_lines(el, lines, labels)
+        corner: list[str] = []
+        _listing_lines(el, lines, corner)
         while lines and not lines[-1]:
             lines.pop()
         if any(lines):
-            if labels:  # what the box defines ("procedure", "syntax"), drawn in its corner
-                out.blocks.append(" ".join(f"*{escape(label)}*" for label in labels))
+            if corner:  # what the box defines ("procedure", "syntax"), drawn in its corner
+                out.blocks.append(" ".join(f"*{escape(label)}*" for label in corner))
             out.blocks.append(fence("\n".join(lines), "racket"))
         return
     first = next(el.iter("pre"), None)

@@ -979,3 +979,12 @@ def test_scribble_listings_laid_out_as_tables_are_code() -> None:
         "```racket\n> (define int/c\n    (make-flat-contract))\n#t\n```\n\nExample:\n\n```\n(struct posn (x y))\n```\n"
     ), result.markdown
     assert result.structure.status == "pass", result.structure
+
+
+def test_pandocs_source_code_class_names_the_language() -> None:
+    """Pandoc (R Markdown, Quarto, pkgdown) writes ``pre.sourceCode.r``: the token beside ``sourceCode`` is the
+    language, known or not (``r``, ``md``, ``latex`` were bare fences; only ``html`` was known)."""
+    md = extract_html(wrap('<div class="sourceCode" id="cb1"><pre class="sourceCode r"><code class="sourceCode r">'
+                           '<span id="cb1-1">x <span class="ot">&lt;-</span> 1</span></code></pre></div>'
+                           '<pre class="sourceCode"><code>plain</code></pre>')).markdown
+    assert md == "```r\nx <- 1\n```\n\n```\nplain\n```\n", md

@@ -183,7 +183,13 @@ _CACHE_LIMIT = 10_000
 
 
 def _lang_of_class(cls: str, bare: bool) -> str | None:
-    for tok in cls.split():
+    tokens = cls.split()
+    if bare and len(tokens) == 2 and "sourceCode" in tokens:
+        # Pandoc (R Markdown, Quarto, pkgdown): ``pre.sourceCode.r``, the other token the language, whatever it is
+        other = tokens[1] if tokens[0] == "sourceCode" else tokens[0]
+        if other.isalnum():
+            return other
+    for tok in tokens:
         for prefix in _LANG_PREFIXES:
             if tok.startswith(prefix) and len(tok) > len(prefix):
                 value = tok[len(prefix) :]

@@ -988,3 +988,12 @@ def test_pandocs_source_code_class_names_the_language() -> None:
                            '<span id="cb1-1">x <span class="ot">&lt;-</span> 1</span></code></pre></div>'
                            '<pre class="sourceCode"><code>plain</code></pre>')).markdown
     assert md == "```r\nx <- 1\n```\n\n```\nplain\n```\n", md
+
+
+def test_a_notebook_cells_execution_count_is_not_code() -> None:
+    """nbsphinx (pandas' Styler guide: 125 of them) puts ``[4]:`` in a <pre> of its own beside each cell's code."""
+    md = extract_html(wrap('<div class="nbinput docutils container"><div class="prompt highlight-none notranslate">'
+                           '<div class="highlight"><pre><span></span>[4]:\n</pre></div></div><div class="input_area'
+                           ' highlight-ipython3 notranslate"><div class="highlight"><pre><span></span>df.style\n</pre>'
+                           "</div></div></div>")).markdown
+    assert md == "```ipython3\ndf.style\n```\n", md

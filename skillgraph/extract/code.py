@@ -76,6 +76,19 @@ def is_code_flow(el: etree._Element) -> bool:
     return bool(cls) and not CODE_FLOW_TOKENS.isdisjoint(cls.split()) and next(el.iter("pre", "table"), None) is None
 
 
+def is_prompt(pre: etree._Element) -> bool:
+    """Is ``pre`` a notebook cell's execution count (nbsphinx's ``div.prompt > div.highlight > pre``: ``[4]:``)?"""
+    parent = pre.getparent()
+    for _ in range(2):
+        if parent is None:
+            return False
+        cls = parent.get("class")
+        if cls and "prompt" in cls.split():
+            return True
+        parent = parent.getparent()
+    return False
+
+
 def is_gutter(pre: etree._Element) -> bool:
     """Is ``pre`` a column of line numbers in the cell before its listing's (YARD's ``td > pre.lines``)?"""
     cell = pre.getparent()

@@ -151,6 +151,8 @@ class Renderer:
         out.flush()
         if len(el) == 1 and el[0].tag == "pre" and not (el.text or "").strip():
             el = el[0]  # <pre><pre>: trafilatura's HTML output, pretty-printed around the real block
+        if code.is_prompt(el):
+            return  # a notebook cell's "[4]:", beside its code
         laid = self.facts.layouts.get(el)
         if laid is None:
             laid = code.lays_out(el)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, code_class, kind
-from skillgraph.extract.code import is_code_flow, is_gutter, is_listing_table, lays_out
+from skillgraph.extract.code import is_code_flow, is_gutter, is_listing_table, is_prompt, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
@@ -78,6 +78,8 @@ def _what(el: etree._Element, tag: str, facts: Facts | None = None) -> int:
         return NONE  # <pre><pre> wrappers and line-number gutters are one block
     if tag == "pre" and parent is not None and parent.tag == "td" and is_gutter(el):
         return NONE  # line numbers in the cell before a listing's (YARD)
+    if tag == "pre" and is_prompt(el):
+        return NONE  # a notebook cell's execution count (nbsphinx)
     if tag == "div" and next(el.iter("pre"), None) is not None:
         return NONE  # a code wrapper: its <pre> is the block
     if tag == "pre":

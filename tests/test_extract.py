@@ -258,6 +258,15 @@ def test_tables_pipe_escaping_spans_and_complex_fallback() -> None:
     assert_output_rules(md)
 
 
+def test_a_cell_that_opens_with_a_pipe_keeps_one_escape() -> None:
+    """``<td>|</td>`` read ``| \\| |``: a backslash, then a cell delimiter (fpdoc's inheritance trees, operator and
+    regex tables); a backslash of the text before a pipe stays a backslash (``r1\\|r2`` in a code span)."""
+    md = extract_html(wrap("<table><tr><th>op</th><th>meaning</th></tr><tr><td>|</td><td>alternative</td></tr>"
+                           "<tr><td>||</td><td>or</td></tr><tr><td><code>r1\\|r2</code></td><td>either</td></tr>"
+                           "</table>")).markdown
+    assert "| \\| | alternative |\n| \\|\\| | or |\n| `r1\\\\|r2` | either |" in md, md
+
+
 def test_header_rows_merge_into_one_label_per_column() -> None:
     """Sphinx grid tables: a group header spanning columns over a row of sub-headers (c-api/typeobj.html)."""
     html = wrap(

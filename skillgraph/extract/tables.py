@@ -308,6 +308,10 @@ def _flatten(blocks: list[str]) -> list[str] | None:
 def _cell_text(blocks: list[str]) -> str:
     if any(map(_is_block, blocks)):
         blocks = _flatten(blocks) or blocks
+    # a block opening with a pipe has it escaped by the line guard (``\|``: no table row in prose); in a cell every
+    # pipe is escaped below, so the guard's backslash goes (``\\|`` was a backslash and a cell delimiter). A pipe
+    # after a backslash of the text has that backslash doubled by the prose escaper, so ``\|`` is the guard's.
+    blocks = [block[1:] if block.startswith("\\|") else block for block in blocks]
     text = " ".join(blocks).replace("\\\n", " ").replace("\n", " ")
     return text.replace("|", "\\|") if "|" in text else text
 

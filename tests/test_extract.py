@@ -1006,3 +1006,24 @@ def test_a_notebook_cells_execution_count_is_not_code() -> None:
                            ' highlight-ipython3 notranslate"><div class="highlight"><pre><span></span>df.style\n</pre>'
                            "</div></div></div>")).markdown
     assert md == "```ipython3\ndf.style\n```\n", md
+
+
+def test_a_gapdoc_chapter_is_titled_by_its_own_half_of_the_title() -> None:
+    """GAPDoc: ``<title>GAP (ref) - Chapter 4: The Programming Language</title>`` and no h1 titled 174 of 180 pages
+    "GAP (ref)"; the half the first heading says is the page's. Its chapter bars and on-page contents are chrome."""
+    html = ('<html><head><title>GAP (ref) - Chapter 4: The Programming Language</title></head><body>'
+            '<div class="chlinktop"><span class="chlink1">Goto Chapter: </span><a href="chap0.html">Top</a>'
+            ' <a href="chap1.html">1</a> <a href="chap2.html">2</a></div><div class="chlinkprevnexttop">&nbsp;'
+            '<a href="chap0.html">[Top of Book]</a>&nbsp; <a href="chap3.html">[Previous Chapter]</a></div>'
+            '<p id="mathjaxlink" class="pcenter"><a href="chap4_mj.html">[MathJax on]</a></p>'
+            '<h3>4 <span class="Heading">The Programming Language</span></h3><div class="ChapSects"><a'
+            ' href="chap4.html#X1">4.1 Language Overview</a></div><p>This chapter describes the GAP programming'
+            " language, its statements and expressions, in enough detail to write functions.</p>"
+            '<h4>4.1 <span class="Heading">Language Overview</span></h4><p>The language is interpreted.</p>'
+            '<div class="chlinkbot"><span class="chlink1">Goto Chapter: </span><a href="chap0.html">Top</a></div>'
+            "</body></html>")
+    result = extract_html(html, "http://h/ref/chap4.html")
+    assert result.title == "Chapter 4: The Programming Language"
+    assert result.markdown.startswith("# 4 The Programming Language\n\nThis chapter describes"), result.markdown
+    assert "Goto Chapter" not in result.markdown and "MathJax" not in result.markdown and "4.1 Language Overview]" \
+        not in result.markdown

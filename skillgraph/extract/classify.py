@@ -40,7 +40,8 @@ SKIP_TAGS = frozenset(
 )
 
 #: Class tokens that mark chrome on any element. ``ttc`` is Doxygen's tooltip (SOURCE_TOOLTIPS): a symbol's
-#: name, brief and definition, hidden in each code fragment until hovered.
+#: name, brief and definition, hidden in each code fragment until hovered; ``navset*`` Scribble's and
+#: ``chlink*`` GAPDoc's bars ("Goto Chapter: Top 1 2 ... 87", previous / next) and ``ChapSects`` its on-page contents.
 _SKIP_TOKENS = frozenset(
     [
         "toc", "table-of-contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
@@ -59,7 +60,8 @@ _SKIP_TOKENS = frozenset(
         "toc-list", "tocwrapper", "toctree-wrapper", "print:hidden", "print:nx-hidden", "d-print-none", "noprint",
         "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
         "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu", "ttc",
-        "navsettop", "navsetbottom",
+        "navsettop", "navsetbottom", "chlinktop", "chlinkbot", "chlinkprevnexttop", "chlinkprevnextbot",
+        "ChapSects",
     ]
 )
 
@@ -112,7 +114,7 @@ SKIP_IDS = frozenset(
     [
         "toc", "sidebar", "breadcrumbs", "cookie-banner", "cookie-consent", "footer", "mw-navigation", "siteSub",
         "contentSub", "jump-to-nav", "catlinks", "page-footer", "side-nav", "nav-tree", "nav-path", "main-nav",
-        "MSearchBox", "MSearchSelectWindow", "MSearchResultsWindow", "titlearea",
+        "MSearchBox", "MSearchSelectWindow", "MSearchResultsWindow", "titlearea", "mathjaxlink",
     ]
 )
 

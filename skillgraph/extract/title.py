@@ -14,18 +14,19 @@ _first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='first
 _TITLE_SEPARATORS = (" | ", " — ", " – ", " · ", " :: ", " - ")
 
 
-def _clean_title(text: str, url: str | None = None) -> str:
+def _clean_title(text: str, url: str | None = None, heading: str = "") -> str:
     """``<title>`` without the site's name: its suffix (``Page — Project 1.0 documentation``), or its prefix
-    when only the part after the separator shares a word with the page's file name (``Postfix manual -
-    qmqp-sink(1)`` at ``qmqp-sink.1.html``: every man page was titled "Postfix manual")."""
+    when only the part after the separator shares a word with the page's file name or its first heading
+    (``Postfix manual - qmqp-sink(1)`` at ``qmqp-sink.1.html``: every man page was titled "Postfix manual";
+    ``GAP (ref) - Chapter 4: The Programming Language`` above ``4 The Programming Language``)."""
     text = squash(text)
     for sep in _TITLE_SEPARATORS:
         if sep in text:
             head, _, tail = text.rpartition(sep)
             head, tail = head.strip(), tail.strip()
-            if head and tail and url:
-                slug = _words(url.rsplit("/", 1)[-1])
-                if slug and _words(tail) & slug and not _words(head) & slug:
+            if head and tail and (url or heading):
+                page = _words(url.rsplit("/", 1)[-1] if url else "") | title_words(heading)
+                if _words(tail) & page and not _words(head) & page:
                     return tail
             if head:
                 return head
@@ -86,7 +87,13 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
     title = root.find("head/title")
     if title is None:
         title = root.find(".//title")
-    return _clean_title(title.text or "", url) if title is not None and title.text else ""
+    if title is None or not title.text:
+        return ""
+    heading = ""
+    if any(sep in title.text for sep in _TITLE_SEPARATORS):
+        first = next(main.iter(*_HEADING_TAGS), None)  # the first heading says which part is the page's
+        heading = plain_text(first) if first is not None else ""
+    return _clean_title(title.text, url, heading)
 
 
 def title_beside(root: etree._Element, main: etree._Element) -> str:

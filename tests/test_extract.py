@@ -1027,3 +1027,18 @@ def test_a_gapdoc_chapter_is_titled_by_its_own_half_of_the_title() -> None:
     assert result.markdown.startswith("# 4 The Programming Language\n\nThis chapter describes"), result.markdown
     assert "Goto Chapter" not in result.markdown and "MathJax" not in result.markdown and "4.1 Language Overview]" \
         not in result.markdown
+
+
+def test_of_hidden_variants_the_default_one_is_shown() -> None:
+    """LibreOffice's help: each platform's text is a hidden variant a script shows one of; all hidden, a shortcut
+    read "+F2" and Basic examples lost their code (135 of 139 pages with a switch)."""
+    html = wrap('<table><tr><th>Shortcut keys</th><th>Effect</th></tr><tr><td><span class="switchinline"><span'
+                ' hidden="true" id="MACx1" class="MAC">Command</span><span hidden="true" id="defaultx1">Ctrl</span>'
+                "</span>+F2</td><td>Insert Fields</td></tr></table>"
+                '<span class="switch"><span hidden="true" id="WINx2" class="WIN"><div class="bascode"><pre>aFile ='
+                ' "C:\\\\data.txt"</pre></div></span><span hidden="true" id="defaultx2"><div class="bascode"><pre>'
+                'aFile = "~/data.txt"</pre></div></span></span><p hidden>A hidden paragraph stays hidden.</p>')
+    result = extract_html(html)
+    assert "| Ctrl+F2 | Insert Fields |" in result.markdown
+    assert '```\naFile = "~/data.txt"\n```' in result.markdown and "C:" not in result.markdown
+    assert "hidden paragraph" not in result.markdown

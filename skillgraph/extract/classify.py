@@ -212,6 +212,25 @@ def kind(el: etree._Element, tag: str) -> int:
     return flags
 
 
+def _shown_alternative(el: etree._Element) -> bool:
+    """Is ``el`` the variant a script would show, among siblings that are all ``hidden``?
+
+    LibreOffice's help writes each platform's text as a hidden variant (``<span class="switchinline"><span
+    hidden class="MAC">Command</span><span hidden id="default...">Ctrl</span></span>+F2``) and shows one:
+    with all of them hidden the page read "+F2", and Basic examples lost their code. The one whose id or
+    class says ``default`` is shown, else the first.
+    """
+    parent = el.getparent()
+    if parent is None:
+        return False
+    variants = [child for child in parent if child.tag.__class__ is str]
+    if len(variants) < 2 or any(child.get("hidden") is None for child in variants):
+        return False
+    shown = next((v for v in variants if "default" in f"{v.get('id') or ''} {v.get('class') or ''}".lower()),
+                 variants[0])
+    return shown is el
+
+
 def _tag_and_class(tag: str, cls: str) -> int:
     """:func:`kind` of an element with a class and no other attribute that says anything."""
     if tag in SKIP_TAGS or tag == "footer":
@@ -230,7 +249,7 @@ def _by_attribute(el: etree._Element, name: str) -> int:
     if name == "aria-hidden":
         return SKIP if value == "true" else 0
     if name == "hidden":
-        return 0 if el.get("role") == "tabpanel" else SKIP
+        return 0 if el.get("role") == "tabpanel" or _shown_alternative(el) else SKIP
     if name == "id":
         return SKIP if value in SKIP_IDS else 0
     if "none" in value and "display:none" in value.replace(" ", ""):

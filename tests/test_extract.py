@@ -1042,3 +1042,19 @@ def test_of_hidden_variants_the_default_one_is_shown() -> None:
     assert "| Ctrl+F2 | Insert Fields |" in result.markdown
     assert '```\naFile = "~/data.txt"\n```' in result.markdown and "C:" not in result.markdown
     assert "hidden paragraph" not in result.markdown
+
+
+def test_a_column_of_code_lines_is_a_listing() -> None:
+    """fpdoc (Free Pascal's RTL reference, 189 of 300 pages): a declaration is a one-column table, a row a line, each
+    cell a ``span.code``, indented by no-break spaces; it read as a pipe table whose header was the first line.
+    A column of separate items in ``<code>`` (PostgreSQL's ``plpy`` functions) stays a table."""
+    rows = ["<span class='kw'>function</span> ActivateClassGroup(", "&nbsp;&nbsp;AClass: TPersistentClass",
+            "):TPersistentClass;"]
+    html = wrap("<h2>Declaration</h2><table cellpadding='0' cellspacing='0'>"
+                + "".join(f"<tr><td><p><tt><span class='code'>{row}</span></tt></p></td></tr>" for row in rows)
+                + "</table><table><tr><td><code class='literal'>plpy.debug(msg)</code></td></tr><tr><td><code"
+                " class='literal'>plpy.log(msg)</code></td></tr></table>")
+    result = extract_html(html)
+    assert "```\nfunction ActivateClassGroup(\n  AClass: TPersistentClass\n):TPersistentClass;\n```" in result.markdown
+    assert "| `plpy.debug(msg)` |" in result.markdown
+    assert result.structure.status == "pass", result.structure

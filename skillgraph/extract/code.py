@@ -70,6 +70,25 @@ def is_listing_table(table: etree._Element) -> bool:
     return bool(cls) and not _LISTING_TABLE_TOKENS.isdisjoint(cls.split())
 
 
+def is_code_rows(table: etree._Element) -> bool:
+    """Is ``table`` one column of code, a row a line (fpdoc's declarations: ``<td><p><tt><span class="code">``)?
+
+    Two rows or more, each with one cell whose whole text is one element whose class says ``code``. A column
+    of separate items in ``<code>`` (PostgreSQL's list of ``plpy`` functions) says nothing of lines: a table.
+    """
+    rows = 0
+    for tr in table.iter("tr"):
+        cells = [c for c in tr if c.tag in ("td", "th")]
+        if len(cells) != 1:
+            return False
+        cell = cells[0]
+        mono = next((el for el in cell.iter() if "code" in (el.get("class") or "").split()), None)
+        if mono is None or "".join(text_of(cell).split()) != "".join(text_of(mono).split()):
+            return False
+        rows += 1
+    return rows >= 2
+
+
 def is_code_flow(el: etree._Element) -> bool:
     """Is ``el`` a code flow that no ``<pre>`` or listing table holds (Scribble's one-line examples)?"""
     cls = el.get("class")

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from skillgraph.extract.classify import CODE, SKIP, code_class, kind
-from skillgraph.extract.code import is_code_flow, is_gutter, is_listing_table, is_prompt, lays_out
+from skillgraph.extract.code import is_code_flow, is_code_rows, is_gutter, is_listing_table, is_prompt, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
@@ -112,8 +112,8 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
                 found += 1
             continue
         if tag == "table":  # a listing laid out as a table, a row a line (Scribble's table.RktBlk), outermost
-            if is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table")) \
-                    and _visible(el, scope, memo):
+            if (is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table"))
+                    or is_code_rows(el)) and _visible(el, scope, memo):
                 found += 1
             continue
         if tag == "blockquote":

@@ -27,7 +27,7 @@ from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
 from skillgraph.extract.classify import SKIP, kind
-from skillgraph.extract.code import code_block, fence, is_gutter, is_listing_table
+from skillgraph.extract.code import code_block, fence, is_code_rows, is_gutter, is_listing_table
 from skillgraph.extract.inline import escape, squash, text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
@@ -174,7 +174,8 @@ def _is_block(block: str) -> bool:
 def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
-    if is_listing_table(el):
+    scribble = is_listing_table(el)
+    if scribble or is_code_rows(el):
         lines: list[str] = []
         corner: list[str] = []
         _listing_lines(el, lines, corner)
@@ -183,7 +184,7 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
         if any(lines):
             if corner:  # what the box defines ("procedure", "syntax"), drawn in its corner
                 out.blocks.append(" ".join(f"*{escape(label)}*" for label in corner))
-            out.blocks.append(fence("\n".join(lines), "racket"))
+            out.blocks.append(fence("\n".join(lines), "racket" if scribble else ""))
         return
     first = next(el.iter("pre"), None)
     if first is not None and ("highlighttable" in (el.get("class") or "") or is_gutter(first)):

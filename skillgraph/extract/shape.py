@@ -112,8 +112,8 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
                 found += 1
             continue
         if tag == "table":  # a listing laid out as a table, a row a line (Scribble's table.RktBlk), outermost
-            if (is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table"))
-                    or is_code_rows(el)) and _visible(el, scope, memo):
+            outermost = is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table"))
+            if (outermost or is_code_rows(el)) and _visible(el, scope, memo):
                 found += 1
             continue
         if tag == "blockquote":

@@ -1058,3 +1058,20 @@ def test_a_column_of_code_lines_is_a_listing() -> None:
     assert "```\nfunction ActivateClassGroup(\n  AClass: TPersistentClass\n):TPersistentClass;\n```" in result.markdown
     assert "| `plpy.debug(msg)` |" in result.markdown
     assert result.structure.status == "pass", result.structure
+
+
+def test_a_toctree_that_is_all_of_its_section_stays_in_place() -> None:
+    """On a page of more text than an index page toctrees are navigation, but one standing alone under its heading
+    is that section (the kernel's ``core-api/index.html``: "Low level entry and exit" was left an empty heading;
+    the Python docs' ``c-api/concrete.html``). A toctree after a section's own text stays out."""
+    intro = "<p>" + "This is the beginning of a manual for core kernel APIs, with much more to say. " * 6 + "</p>"
+    html = ('<html><head><script src="_static/documentation_options.js"></script><title>Core API</title></head>'
+            f'<body><div role="main" class="body"><section id="c"><h1>Core API Documentation</h1>{intro}'
+            '<section id="u"><h2>Core utilities</h2><p>This section has general and core utilities.</p>'
+            '<div class="toctree-wrapper compound"><ul><li class="toctree-l1"><a href="kernel-api.html">The Linux'
+            ' Kernel API</a></li></ul></div></section><section id="l"><h2>Low level entry and exit</h2>'
+            '<div class="toctree-wrapper compound"><ul><li class="toctree-l1"><a href="entry.html">Entry/exit'
+            ' handling for exceptions</a></li></ul></div></section></section></div></body></html>')
+    md = extract_html(html, "http://h/core-api/index.html").markdown
+    assert "## Low level entry and exit\n\n- [Entry/exit handling for exceptions](http://h/core-api/entry.html)" in md
+    assert "The Linux Kernel API" not in md, "a toctree after the section's own text is navigation"

@@ -23,7 +23,7 @@ from skillgraph.extract.render import Renderer
 from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
 from skillgraph.extract.shape import Census, fence_sources
 from skillgraph.extract.title import first_h1, h1_in_a_section, head_title, page_title, site_banner, title_beside
-from skillgraph.extract.toc import index_blocks, is_index_page
+from skillgraph.extract.toc import index_blocks, is_index_page, section_blocks
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
 
@@ -96,6 +96,11 @@ def _render(root: etree._Element, body: etree._Element, url: str | None, skip: s
             renderer, markdown = index, "\n\n".join(_tidy(blocks))
             if after:
                 markdown = f"{markdown}\n\n{after}" if markdown else after
+    else:
+        again = Renderer(renderer.linker, skip, facts)
+        sections = section_blocks(again, body)
+        if sections is not None:  # a toctree that is all of its section's content, written in place
+            renderer, markdown = again, "\n\n".join(_tidy(sections))
     notes = ["\n\n".join(_tidy(renderer.blocks(note))) for note in notes_beside(body)]
     if notes:
         markdown = "\n\n".join([markdown, *notes]) if markdown else "\n\n".join(notes)

@@ -150,6 +150,39 @@ class _InPlace:
                 out.inline.append(escape(text))
 
 
+#: Elements whose class holds ``toctree-wrapper``, found from the class attributes in C (most pages have none).
+_TOCTREE_HOLDERS = etree.XPath("descendant::*/@class[contains(., 'toctree-wrapper')]/..")
+_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+
+
+def _alone_under_its_heading(toc: etree._Element) -> bool:
+    """Is a toctree all there is under a heading (right after it, and the last of its section)?"""
+    before = toc.getprevious()
+    after = toc.getnext()
+    return before is not None and before.tag in _HEADINGS and not (before.tail or "").strip() \
+        and (after is None or after.tag == "section" or after.tag in _HEADINGS)
+
+
+def section_blocks(renderer: Walker, body: etree._Element) -> list[str] | None:
+    """The blocks of ``body`` with each Sphinx toctree that is a section's only content written in place.
+
+    On a page of more text than an index page, toctrees are navigation; but one standing alone under
+    its heading is that section (the Linux kernel's ``core-api/index.html``: "Low level entry and exit",
+    then a toctree), which left out leaves an empty heading. None when the page has no such toctree.
+    """
+    holders = _TOCTREE_HOLDERS(body)
+    if not holders:
+        return None
+    tocs = {toc: items for toc, items in _toctrees(renderer, body).items() if _alone_under_its_heading(toc)}
+    if not tocs:
+        return None
+    walk = _InPlace(renderer, {toc: "\n".join(items) for toc, items in tocs.items()})
+    out = Out()
+    walk.walk(body, out)
+    out.flush()
+    return out.blocks
+
+
 def index_blocks(renderer: Walker, body: etree._Element,
                  page: etree._Element | None = None) -> tuple[list[str], str] | None:
     """The blocks of ``body`` with its tables of contents, and the list that follows them; None without any.

@@ -176,11 +176,17 @@ def section_blocks(renderer: Walker, body: etree._Element) -> list[str] | None:
     tocs = {toc: items for toc, items in _toctrees(renderer, body).items() if _alone_under_its_heading(toc)}
     if not tocs:
         return None
+    return _walk_in_place(renderer, body, tocs)[1]
+
+
+def _walk_in_place(renderer: Walker, body: etree._Element,
+                   tocs: dict[etree._Element, list[str]]) -> tuple[_InPlace, list[str]]:
+    """The blocks of ``body``, each of ``tocs`` written where it stands, and the walk that wrote them."""
     walk = _InPlace(renderer, {toc: "\n".join(items) for toc, items in tocs.items()})
     out = Out()
     walk.walk(body, out)
     out.flush()
-    return out.blocks
+    return walk, out.blocks
 
 
 def index_blocks(renderer: Walker, body: etree._Element,
@@ -199,11 +205,7 @@ def index_blocks(renderer: Walker, body: etree._Element,
         tocs = _generic_tocs(renderer, page, first=True)
     if not tocs:
         return None
-    walk = _InPlace(renderer, {toc: "\n".join(items) for toc, items in tocs.items()})
-    out = Out()
-    walk.walk(body, out)
-    out.flush()
-    blocks = out.blocks
+    walk, blocks = _walk_in_place(renderer, body, tocs)
     after = list(walk.lists.values())  # not reached by the walk: in document order, as found
     if len(walk.placed) == 1:
         at = next((i for i, block in enumerate(blocks) if block is walk.placed[0]), None)

@@ -96,9 +96,9 @@ def _render(root: etree._Element, body: etree._Element, url: str | None, skip: s
             renderer, markdown = index, "\n\n".join(_tidy(blocks))
             if after:
                 markdown = f"{markdown}\n\n{after}" if markdown else after
-    else:
+    elif facts is not None and facts.toctrees:
         again = Renderer(renderer.linker, skip, facts)
-        sections = section_blocks(again, body)
+        sections = section_blocks(again, body, facts.toctrees)
         if sections is not None:  # a toctree that is all of its section's content, written in place
             renderer, markdown = again, "\n\n".join(_tidy(sections))
     notes = ["\n\n".join(_tidy(renderer.blocks(note))) for note in notes_beside(body)]

@@ -15,7 +15,7 @@ from lxml import etree
 class Facts:
     """Memoised per-element facts of one page (the dictionaries keep their elements' proxies alive)."""
 
-    __slots__ = ("kinds", "layouts", "texts")
+    __slots__ = ("kinds", "layouts", "texts", "toctrees")
 
     def __init__(self) -> None:
         #: :func:`~skillgraph.extract.classify.kind` of the elements the structural scorer weighed or skipped
@@ -24,3 +24,5 @@ class Facts:
         self.layouts: dict[etree._Element, bool] = {}
         #: :func:`~skillgraph.extract.inline.text_of` of each ``<pre>`` with child elements the census read
         self.texts: dict[etree._Element, str] = {}
+        #: the ``div``s whose class holds ``toctree-wrapper`` (Sphinx), met by the census's walk of the page
+        self.toctrees: list[etree._Element] = []

@@ -69,7 +69,11 @@ def _what(el: etree._Element, tag: str, facts: Facts | None = None) -> int:
     """
     if tag == "div":
         cls = el.get("class")
-        if not cls or not code_class(cls) or not kind(el, "div") & CODE:
+        if not cls:
+            return NONE
+        if facts is not None and "toctree-wrapper" in cls:
+            facts.toctrees.append(el)  # for the renderer: a toctree that is a section's content (toc.py)
+        if not code_class(cls) or not kind(el, "div") & CODE:
             return NONE
     elif tag in HEADINGS:
         return HEADING if _text(el) else NONE

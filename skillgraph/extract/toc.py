@@ -47,10 +47,11 @@ def is_index_page(markdown: str, destinations: int) -> bool:
     return len(markdown) - sum(map(len, _DESTINATION.findall(markdown))) < INDEX_PAGE_CHARS
 
 
-def _toctrees(renderer: Walker, body: etree._Element) -> dict[etree._Element, list[str]]:
-    """Sphinx toctrees: the first level (``li.toctree-l1``) of each, links kept."""
+def _toctrees(renderer: Walker, body: etree._Element,
+              holders: list[etree._Element] | None = None) -> dict[etree._Element, list[str]]:
+    """Sphinx toctrees: the first level (``li.toctree-l1``) of each, links kept (``holders``: the candidates)."""
     found: dict[etree._Element, list[str]] = {}
-    for toc in body.iter("div"):
+    for toc in body.iter("div") if holders is None else holders:
         if "toctree-wrapper" not in (toc.get("class") or "").split():
             continue
         items = []
@@ -150,9 +151,11 @@ class _InPlace:
                 out.inline.append(escape(text))
 
 
-#: Elements whose class holds ``toctree-wrapper``, found from the class attributes in C (most pages have none).
-_TOCTREE_HOLDERS = etree.XPath("descendant::*/@class[contains(., 'toctree-wrapper')]/..")
 _HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+
+
+def _inside(el: etree._Element, scope: etree._Element) -> bool:
+    return any(anc is scope for anc in el.iterancestors())
 
 
 def _alone_under_its_heading(toc: etree._Element) -> bool:
@@ -163,17 +166,18 @@ def _alone_under_its_heading(toc: etree._Element) -> bool:
         and (after is None or after.tag == "section" or after.tag in _HEADINGS)
 
 
-def section_blocks(renderer: Walker, body: etree._Element) -> list[str] | None:
+def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._Element]) -> list[str] | None:
     """The blocks of ``body`` with each Sphinx toctree that is a section's only content written in place.
 
     On a page of more text than an index page, toctrees are navigation; but one standing alone under
     its heading is that section (the Linux kernel's ``core-api/index.html``: "Low level entry and exit",
-    then a toctree), which left out leaves an empty heading. None when the page has no such toctree.
+    then a toctree), which left out leaves an empty heading. ``holders``: the page's toctrees, as the
+    self-check's census met them (no walk of the page here). None when the page has no such toctree.
     """
-    holders = _TOCTREE_HOLDERS(body)
-    if not holders:
+    alone = [toc for toc in holders if _alone_under_its_heading(toc) and _inside(toc, body)]
+    if not alone:
         return None
-    tocs = {toc: items for toc, items in _toctrees(renderer, body).items() if _alone_under_its_heading(toc)}
+    tocs = _toctrees(renderer, body, alone)
     if not tocs:
         return None
     return _walk_in_place(renderer, body, tocs)[1]

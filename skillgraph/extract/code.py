@@ -98,14 +98,16 @@ def is_code_flow(el: etree._Element) -> bool:
 def is_prompt(pre: etree._Element) -> bool:
     """Is ``pre`` a notebook cell's execution count (nbsphinx's ``div.prompt > div.highlight > pre``: ``[4]:``)?"""
     parent = pre.getparent()
-    for _ in range(2):
-        if parent is None:
-            return False
-        cls = parent.get("class")
-        if cls and "prompt" in cls.split():
-            return True
-        parent = parent.getparent()
-    return False
+    cls = parent.get("class") if parent is not None else None
+    if not cls:
+        return False
+    if "prompt" in cls:
+        return "prompt" in cls.split()
+    if "highlight" not in cls:  # most blocks: no second look
+        return False
+    above = parent.getparent()
+    cls = above.get("class") if above is not None else None
+    return bool(cls) and "prompt" in cls and "prompt" in cls.split()
 
 
 def is_gutter(pre: etree._Element) -> bool:

@@ -174,8 +174,11 @@ def _is_block(block: str) -> bool:
 def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
+    cls = el.get("class") or ""
+    first_row = next(_rows(el), None)
+    cells = [c for c in first_row[0] if c.tag in _CELLS] if first_row is not None else []
     scribble = is_listing_table(el)
-    if scribble or is_code_rows(el):
+    if scribble or (len(cells) == 1 and is_code_rows(el)):
         lines: list[str] = []
         corner: list[str] = []
         _listing_lines(el, lines, corner)
@@ -186,8 +189,8 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
                 out.blocks.append(" ".join(f"*{escape(label)}*" for label in corner))
             out.blocks.append(fence("\n".join(lines), "racket" if scribble else ""))
         return
-    first = next(el.iter("pre"), None)
-    if first is not None and ("highlighttable" in (el.get("class") or "") or is_gutter(first)):
+    numbers = cells[0].find("pre") if len(cells) == 2 else None
+    if "highlighttable" in cls or (numbers is not None and is_gutter(numbers)):
         # a listing beside its line numbers (Pygments' table.highlighttable, YARD's table.source_code)
         pres = list(el.iter("pre"))
         block = code_block(pres[-1]) if pres else None

@@ -106,8 +106,8 @@ def is_prompt(pre: etree._Element) -> bool:
     if "highlight" not in cls:  # most blocks: no second look
         return False
     above = parent.getparent()
-    cls = above.get("class") if above is not None else None
-    return bool(cls) and "prompt" in cls and "prompt" in cls.split()
+    outer = above.get("class") if above is not None else None
+    return outer is not None and "prompt" in outer and "prompt" in outer.split()
 
 
 def is_gutter(pre: etree._Element) -> bool:

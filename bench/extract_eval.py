@@ -491,7 +491,8 @@ def table_rows(tool: Any, tree: Any, md: str) -> tuple[int, int]:
     """Rows of the page's data tables, and how many of them the markdown keeps as a pipe-table row.
 
     The data tables are the tool's own (``page_facts``: outside chrome, no nested table or ``<pre>``,
-    a ``<th>`` or two rows of two cells, two rows at least); a row counts when two or more of its
+    a ``<th>`` or two rows of two cells, two rows at least), less Doxygen's ``table.memname`` (a
+    prototype, a row a parameter: written as one signature line, not data); a row counts when two or more of its
     cells hold text.  It is kept when one pipe-table line of the markdown (outside fences) holds
     every cell's text in order, markup aside: the tool's ``tables`` measure asks for the first
     cell's raw text on a pipe line, which a link or code span in that cell (gtk-doc's return types,
@@ -501,6 +502,8 @@ def table_rows(tool: Any, tree: Any, md: str) -> tuple[int, int]:
     for table in tree.iter("table"):
         if tool.in_chrome(table) or table.find(".//table") is not None or table.find(".//pre") is not None:
             continue
+        if "memname" in (table.get("class") or "").split():
+            continue  # a Doxygen prototype laid out a row a parameter: one declaration, written as one line
         trs = table.findall(".//tr")
         cells = [[_bare(c.text_content()) for c in tr if isinstance(c.tag, str) and c.tag in ("td", "th")]
                  for tr in trs]

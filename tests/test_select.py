@@ -87,6 +87,27 @@ def test_doxygen_source_tooltips_are_not_code() -> None:
     assert "int close(int);" in block
 
 
+def test_doxygen_prototypes_are_one_signature_line() -> None:
+    """``table.memname``, a row a parameter (in ``table.mlabels`` with its labels), read as a pipe table:
+    ``| int av_base64_decode | ( | uint8_t * | *out*, |`` (gtkmm, wxWidgets, SDL, FFmpeg); ``◆`` led every member
+    heading."""
+    row = '<td class="paramtype">{t}</td><td class="paramname"><em>{n}</em>{e}</td>'
+    html = ('<html><body><main><h2 class="memtitle"><span class="permalink"><a href="#a1">&#9670;&#160;</a></span>'
+            "av_base64_decode()</h2>"
+                '<div class="memitem"><div class="memproto"><table class="mlabels"><tr><td class="mlabels-left">'
+                '<table class="memname"><tr><td class="memname">int av_base64_decode </td><td>(</td>'
+                + row.format(t="uint8_t *&#160;", n="out", e=",") + "</tr><tr><td></td><td></td>"
+                + row.format(t="const char *&#160;", n="in", e="") + '</tr><tr><td></td><td>)</td><td></td><td></td>'
+                '</tr></table></td><td class="mlabels-right"><span class="mlabels"><span class="mlabel">static</span>'
+                '</span></td></tr></table></div><div class="memdoc"><p>Decode a base64-encoded string.</p></div></div>'
+                "</main></body></html>")
+    md = extract_html(html).markdown
+    assert "## av_base64_decode()\n\n**`int av_base64_decode(uint8_t * out, const char * in)`** *static*\n\n" \
+        "Decode a base64-encoded string." in md, md
+    page = need(DOXYGEN / "examples" / "file" / "html" / "file_8h.html")
+    assert "**`int globalValue`** *extern*" in extract_html(page.read_bytes()).markdown
+
+
 def test_structural_scorer_descends_into_the_content_column_not_into_a_data_table() -> None:
     links = "".join(f"<li><a href='/p{i}'>Page number {i}</a></li>" for i in range(40))
     rows = "".join(f"<tr><td>opt{i}</td><td>meaning of option {i} in some words</td></tr>" for i in range(30))

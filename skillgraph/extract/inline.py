@@ -74,7 +74,7 @@ def _find_chrome(el: etree._Element) -> list[etree._Element]:
     return found
 
 
-_PERMALINK_TEXT = frozenset(["¶", "#", "§", "🔗", "\u200b", ""])
+_PERMALINK_TEXT = frozenset(["¶", "#", "§", "🔗", "◆", "\u200b", ""])  # ◆: Doxygen's member permalink
 
 
 def escape(text: str) -> str:

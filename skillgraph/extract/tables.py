@@ -28,7 +28,7 @@ from lxml import etree
 from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.code import code_block, fence, is_code_rows, is_gutter, is_listing_table
-from skillgraph.extract.inline import escape, squash, text_of
+from skillgraph.extract.inline import code_span, escape, squash, text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
 _CELLS = frozenset(["td", "th"])
@@ -146,6 +146,32 @@ def _listing_lines(table: etree._Element, lines: list[str], labels: list[str]) -
             lines.append("".join(parts).replace("\xa0", " ").rstrip())
 
 
+_SIGNATURE_SPACES = re.compile(r"\s+(?=[(),])|(?<=\()\s+")
+
+
+def _doxygen_signature(table: etree._Element, tokens: list[str]) -> str | None:
+    """A Doxygen member's prototype, laid out as a table a row a parameter (``table.memname``, in ``table.mlabels``
+    with its labels: ``noexcept``, ``static``), as one bold code span: ``**`int f(uint8_t * out, int size)`**``.
+
+    As a pipe table it read ``| int av_base64_decode | ( | uint8_t * | *out*, |`` then a row a parameter
+    (gtkmm, wxWidgets, SDL, FFmpeg: every function of a Doxygen C or C++ reference).
+    """
+    if "memname" in tokens:
+        names = table
+    elif "mlabels" in tokens:
+        names = next((t for t in table.iter("table") if "memname" in (t.get("class") or "").split()), None)
+        if names is None:
+            return None
+    else:
+        return None
+    cells = [text_of(cell) for cell in names.iter("td")]
+    signature = _SIGNATURE_SPACES.sub("", squash(" ".join(cells)))
+    if not signature:
+        return None
+    labels = [squash(text_of(s)) for s in table.iter("span") if "mlabel" in (s.get("class") or "").split()]
+    return f"**{code_span(signature)}**" + "".join(f" *{escape(label)}*" for label in labels if label)
+
+
 def _rows(table: etree._Element) -> Iterator[tuple[etree._Element, bool]]:
     """Rows of this table (not of nested ones), with whether each is a header row."""
     for child in table:
@@ -175,6 +201,11 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
     """Render ``<table>`` as a pipe table or, when too complex, as a list of rows."""
     out.flush()
     cls = el.get("class") or ""
+    if "memname" in cls or "mlabels" in cls:
+        signature = _doxygen_signature(el, cls.split())
+        if signature:
+            out.blocks.append(signature)
+            return
     first_row = next(_rows(el), None)
     cells = [c for c in first_row[0] if c.tag in _CELLS] if first_row is not None else []
     scribble = is_listing_table(el)

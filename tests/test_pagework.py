@@ -64,6 +64,19 @@ def test_links_outside_the_scope_are_set_apart() -> None:
     assert evaluate(job).links == [], "a page that is not followed has its links left unread"
 
 
+def test_a_framesets_frames_are_its_links() -> None:
+    """Ant's manual and Groovydoc open with a frameset: its frames were no links, so a crawl from it wrote one page
+    and never learned of the 222 behind it; the <noframes> text (raw to the parser) was written as escaped HTML."""
+    body = (b'<html><head><title>Apache Ant User Manual</title></head><frameset cols="26%,74%"><frame src="toc.html"'
+            b' name="navFrame"><frame src="cover.html" name="mainFrame"><noframes><h2>Apache Ant User Manual</h2>'
+            b'<a href="toc.html">Table of Contents</a></noframes></frameset></html>')
+    job = PageJob("html", "http://docs.test/manual/index.html", body, "utf-8", {"Content-Type": "text/html"}, 200, "",
+                  0.5, "http://docs.test/manual/")
+    result = evaluate(job)
+    assert result.links == ["http://docs.test/manual/toc.html", "http://docs.test/manual/cover.html"]
+    assert "&lt;" not in result.attempt.markdown and "<h2>" not in result.attempt.markdown
+
+
 def test_join_keeps_urljoins_answers() -> None:
     base = "http://docs.test/library/json.html?x=1#top"
     for href in ("", "#a", "re.html", "re.html#re.sub", "../index.html#x", "/abs.html", "?q=2", "?q=2#f",

@@ -31,11 +31,12 @@ SEPARATOR_TOKENS = frozenset(["sep", "separator"])
 #: Never content: scripts, forms, media without text, site chrome landmarks. ``address`` is the contact
 #: details of a page's author or owner (HTML: "for its nearest article or body"), a footer by another name:
 #: LaTeX2HTML and texi2html sign every page with one, and a site's pages would each end with the same line.
+#: ``noframes`` is a frameset's text for browsers without frames, which the parser reads as raw text (escaped HTML).
 SKIP_TAGS = frozenset(
     [
         "script", "style", "noscript", "template", "svg", "button", "form", "input", "select", "textarea", "option",
         "nav", "iframe", "object", "embed", "canvas", "dialog", "link", "meta", "head", "video", "audio", "source",
-        "track", "map", "area", "colgroup", "col", "address",
+        "track", "map", "area", "colgroup", "col", "address", "noframes",
     ]
 )
 

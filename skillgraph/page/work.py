@@ -133,7 +133,8 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
     five times the HTML parse (canonicalising every URL). Links are read from the
     tree already parsed, joined, stripped of fragments and placed by a memoised
     :func:`~skillgraph.urls.link_place`; the dupefilter still canonicalises the few that are new.
-    The base is the page's ``<base href>`` as Scrapy's ``get_base_url`` reads it.
+    The base is the page's ``<base href>`` as Scrapy's ``get_base_url`` reads it. A frameset's frames are
+    its first links (Ant's manual: ``<frame src="toc.html">``; the 222 pages behind it were never learned of).
     A page names the same few pages hundreds of times under different anchors, so each
     fragment-free reference is joined and placed once a page (an ``href`` starting ``#`` has
     an empty one: skipped, as are ``mailto:`` and the like, which keep their prefix).
@@ -142,7 +143,11 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
     inside: dict[str, None] = {}
     outside: dict[str, None] = {}
     seen: set[str] = {""}  # references already read on this page ("": an href that is empty or an #anchor)
-    for href in _HREFS(root):  # plain strings, gathered in C (no element proxy per anchor)
+    hrefs = _HREFS(root)  # plain strings, gathered in C (no element proxy per anchor)
+    frameset = root.find("frameset")  # a page of frames (old Javadoc, Ant's manual): each frame is a page it links
+    if frameset is not None:
+        hrefs = [src for src in (frame.get("src") for frame in frameset.iter("frame")) if src] + hrefs
+    for href in hrefs:
         reference = href.strip().partition("#")[0]
         if reference in seen:
             continue

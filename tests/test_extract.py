@@ -1075,3 +1075,23 @@ def test_a_toctree_that_is_all_of_its_section_stays_in_place() -> None:
     md = extract_html(html, "http://h/core-api/index.html").markdown
     assert "## Low level entry and exit\n\n- [Entry/exit handling for exceptions](http://h/core-api/entry.html)" in md
     assert "The Linux Kernel API" not in md, "a toctree after the section's own text is navigation"
+
+
+def test_javadoc_17_summary_grids_are_tables_under_the_selected_tab() -> None:
+    """Javadoc 17 lays summaries out as a CSS grid (div.summary-table, a cell a div): every cell was a paragraph
+    of its own. Its tabs filter one panel: the panel took the last tab's label, "Deprecated Methods"."""
+    tabs = "".join(f'<button id="t-tab{i}" role="tab" aria-selected="{str(i == 0).lower()}" aria-controls="t.tabpanel"'
+                   f' class="table-tab">{name}</button>' for i, name in enumerate(["All Methods", "Static Methods",
+                                                                                   "Deprecated Methods"]))
+    cell = '<div class="{c} even-row-color">{t}</div>'
+    html = wrap(f'<div id="t"><div class="table-tabs" role="tablist">{tabs}</div><div id="t.tabpanel" role="tabpanel">'
+                '<div class="summary-table three-column-summary" aria-labelledby="t-tab0">'
+                '<div class="table-header col-first">Modifier and Type</div><div class="table-header col-second">'
+                'Method</div><div class="table-header col-last">Description</div>'
+                + cell.format(c="col-first", t="<code>static String</code>")
+                + cell.format(c="col-second", t='<code><a href="#trim">trim</a>(String s)</code>')
+                + cell.format(c="col-last", t='<div class="block">Removes leading and trailing whitespace.</div>')
+                + "</div></div></div>")
+    md = extract_html(html).markdown
+    assert md == ("**All Methods**\n\n| Modifier and Type | Method | Description |\n| --- | --- | --- |\n"
+                  "| `static String` | `trim(String s)` | Removes leading and trailing whitespace. |\n"), md

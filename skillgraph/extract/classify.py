@@ -23,6 +23,8 @@ CODE = 128
 SEPARATOR = 256
 #: docutils' ``term : classifier`` (numpydoc's ``name : type``): the colon is CSS (``.classifier:before``).
 CLASSIFIER = 512
+#: A table laid out by a CSS grid (Javadoc 17's ``div.summary-table``: header cells, then a cell a div).
+GRID = 1024
 
 #: Class tokens of an inline separator whose mark is drawn by CSS (``span.sep::after { content: "▸" }``,
 #: gi-docgen's ``Soup<span class="sep"></span>Session``): empty in the markup, a space in the text.
@@ -147,6 +149,8 @@ def _classify(tag: str, cls: str) -> int:
             flags |= SEPARATOR
         if tok == "classifier" and tag == "span":
             flags |= CLASSIFIER
+        if tok == "summary-table" and tag == "div":
+            flags |= GRID
     if tag == "dt" and ("sig" in tokens or "sig-object" in tokens):
         flags |= SIGNATURE
     if tag == "dl" and _SIG_DL_TOKENS.intersection(tokens):

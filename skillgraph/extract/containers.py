@@ -17,6 +17,7 @@ from skillgraph.extract.classify import (
     ADMONITION_TOKENS,
     CLASSIFIER,
     CODE,
+    GRID,
     KINDS,
     LAYOUT,
     SEPARATOR,
@@ -27,6 +28,7 @@ from skillgraph.extract.classify import (
     TABSET,
     kind,
 )
+from skillgraph.extract import tables
 from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import CODE_SPAN, fenced_blocks
@@ -66,6 +68,8 @@ def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> No
         r.block(el, out)  # a code wrapper around a <pre>: the <pre> is the block
     elif flags & SEPARATOR and not len(el) and not (el.text or "").strip():
         out.inline.append(" ")  # its mark is CSS: the words either side stay apart
+    elif flags & GRID:
+        tables.grid(r, el, out)
     elif flags & CLASSIFIER:
         before = el.getprevious()
         if before is None or "classifier-delimiter" not in (before.get("class") or ""):
@@ -154,9 +158,14 @@ def remember_tabs(r: Walker, tablist: etree._Element) -> None:
     for tab in _find_tabs(tablist):
         label = plain_text(tab)
         r.tab_queue.append(label)
-        for key in (tab.get("aria-controls"), tab.get("id")):
-            if key:
-                r.tab_by_id[key] = label
+        controls = tab.get("aria-controls")
+        if controls and (controls not in r.tab_by_id or tab.get("aria-selected") == "true"):
+            # tabs that filter one panel (Javadoc 17's "All Methods" ... "Deprecated Methods" over one table):
+            # the panel is the selected tab's, not the last one's (every method read as deprecated)
+            r.tab_by_id[controls] = label
+        tab_id = tab.get("id")
+        if tab_id:
+            r.tab_by_id[tab_id] = label
 
 
 def tab_label(r: Walker, panel: etree._Element) -> str:

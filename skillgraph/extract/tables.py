@@ -146,6 +146,26 @@ def _listing_lines(table: etree._Element, lines: list[str], labels: list[str]) -
             lines.append("".join(parts).replace("\xa0", " ").rstrip())
 
 
+def grid(r: Walker, el: etree._Element, out: Out) -> None:
+    """A table laid out by a CSS grid, a cell a ``div`` (Javadoc 17's ``div.summary-table``): a pipe table.
+
+    The leading ``table-header`` cells give the columns; the cells that follow fill the rows in order.
+    Read as blocks, every cell was a paragraph of its own: "Modifier and Type", "Method", "`void`"...
+    """
+    cells = [child for child in el if child.tag.__class__ is str and not kind(child, str(child.tag)) & SKIP]
+    width = 0
+    while width < len(cells) and "table-header" in (cells[width].get("class") or "").split():
+        width += 1
+    if not width or (len(cells) - width) % width:
+        r.block(el, out)  # not a grid this reads as: its cells as blocks, as before
+        return
+    out.flush()
+    labels = [_cell_text(r.blocks(cell)) for cell in cells[:width]]
+    rest = cells[width:]
+    body = [[r.blocks(cell) for cell in rest[i:i + width]] for i in range(0, len(rest), width)]
+    out.blocks.append(_as_pipes(labels, body))
+
+
 _SIGNATURE_SPACES = re.compile(r"\s+(?=[(),])|(?<=\()\s+")
 
 

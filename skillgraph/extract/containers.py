@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lxml import etree
 
+from skillgraph.extract import tables
 from skillgraph.extract.blocks import Out, Walker, is_list_block, quote_lines
 from skillgraph.extract.classify import (
     ADMONITION,
@@ -28,7 +29,6 @@ from skillgraph.extract.classify import (
     TABSET,
     kind,
 )
-from skillgraph.extract import tables
 from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import CODE_SPAN, fenced_blocks

@@ -1095,3 +1095,12 @@ def test_javadoc_17_summary_grids_are_tables_under_the_selected_tab() -> None:
     md = extract_html(html).markdown
     assert md == ("**All Methods**\n\n| Modifier and Type | Method | Description |\n| --- | --- | --- |\n"
                   "| `static String` | `trim(String s)` | Removes leading and trailing whitespace. |\n"), md
+
+
+def test_a_declaration_in_a_term_is_fenced() -> None:
+    """Nim's docs: ``<dt><pre>MimeDB = object ...</pre></dt>``: written as a bold line, a type's fields ran together
+    and 16,816 of 32,240 <pre> lines were outside fences (175 of 231 pages best-effort)."""
+    md = extract_html(wrap('<dl class="item"><div id="MimeDB"><dt><pre><a href="#MimeDB"><span class="Identifier">'
+                           'MimeDB</span></a> = <span class="Keyword">object</span>\n  mimes: OrderedTableRef[string,'
+                           ' string]\n</pre></dt><dd>A database of MIME types.</dd></div></dl>')).markdown
+    assert md.startswith("```\nMimeDB = object\n  mimes: OrderedTableRef[string, string]\n```\n\nA database"), md

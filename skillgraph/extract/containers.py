@@ -219,7 +219,9 @@ def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
         if flags & SKIP:
             continue
         if tag == "dt":
-            if api or flags & SIGNATURE:
+            if next(child.iter("pre"), None) is not None:
+                out.blocks.extend(r.blocks(child))  # a declaration in a <pre> (Nim's <dt><pre>): a fence, not a line
+            elif api or flags & SIGNATURE:
                 signature(child, out)
             else:
                 term = r.one_line(child)

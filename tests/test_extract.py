@@ -1104,3 +1104,26 @@ def test_a_declaration_in_a_term_is_fenced() -> None:
                            'MimeDB</span></a> = <span class="Keyword">object</span>\n  mimes: OrderedTableRef[string,'
                            ' string]\n</pre></dt><dd>A database of MIME types.</dd></div></dl>')).markdown
     assert md.startswith("```\nMimeDB = object\n  mimes: OrderedTableRef[string, string]\n```\n\nA database"), md
+
+
+def test_a_site_header_h1_that_says_the_sites_half_of_the_title_is_the_banner() -> None:
+    """Tomcat's docs: ``<header>...<h1>Apache Tomcat 10</h1><div class="versionInfo">Version 10.1.60</div></header>``
+    under ``<title>Apache Tomcat 10 (10.1.60) - SSL/TLS Configuration How-To``: 95 of 103 pages were titled by the
+    site, with its version line. A page's own h1 naming the page first keeps its place (the Python docs)."""
+    page = ('<html><head><title>Apache Tomcat 10 (10.1.60) - SSL/TLS Configuration How-To</title></head><body><div'
+            ' id="wrapper"><header><div id="header"><div class="logo"><a href="/"><img alt="Tomcat Home" src="t.png">'
+            '</a></div><h1>Apache Tomcat 10</h1><div class="versionInfo">Version 10.1.60, Sep 20 2026</div></div>'
+            '</header><div id="middle"><div id="mainLeft"><nav><h2>Links</h2><ul><li><a href="index.html">Docs Home'
+            '</a></li></ul></nav></div><div id="mainRight"><div id="content"><h2>SSL/TLS Configuration How-To</h2>'
+            "<p>To install and configure SSL/TLS support on Tomcat you need a keystore and a connector.</p><p>Most"
+            " of this page is about the connector's attributes and how each one is used.</p></div></div></div></div>"
+            "</body></html>")
+    result = extract_html(page, "http://h/ssl-howto.html")
+    assert result.title == "SSL/TLS Configuration How-To"
+    assert result.markdown.startswith("# SSL/TLS Configuration How-To\n\nTo install"), result.markdown
+    assert "Version 10.1.60" not in result.markdown and "Apache Tomcat" not in result.markdown
+    own = ('<html><head><title>What’s New in Python 2.6 — Python 3.11 documentation</title></head><body><main>'
+           "<h1>What’s New in Python 2.6</h1><p>This article explains the new features in Python 2.6.</p>"
+           "<h2>Python 3.0</h2><p>The development cycle for Python versions 2.6 and 3.0 was synchronized.</p>"
+           "</main></body></html>")
+    assert extract_html(own).title == "What’s New in Python 2.6"

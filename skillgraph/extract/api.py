@@ -220,7 +220,9 @@ def _chrome(element: etree._Element, scores: Scores | None,
         skip.update(layout_chrome(element, scores))
         skip.update(leading_chrome(element, scores))
     if banner is not None:
-        skip.add(banner)
+        # the site's name, or the <header> it heads with the rest of the site's banner (Tomcat's version line)
+        header = next((a for a in banner.iterancestors() if a.tag == "header" or a is element), None)
+        skip.add(header if header is not None and header is not element else banner)
     return skip or None
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from lxml import etree
 
+from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import escape, plain_text, squash
 from skillgraph.markdown import HEADING, scan
 
@@ -124,8 +125,10 @@ def site_banner(root: etree._Element, main: etree._Element,
     title = root.find("head/title")
     said = title_words(title.text or "") if title is not None else set()
     banner = title_words(plain_text(h1))
-    if not said or not banner or banner <= said:
+    if not said or not banner:
         return None
+    if banner <= said:
+        return _site_half_banner(title.text or "" if title is not None else "", main, h1, banner)
     for seen, sib in enumerate(h1.itersiblings()):
         if seen >= 3 or not isinstance(sib.tag, str):
             break
@@ -133,6 +136,48 @@ def site_banner(root: etree._Element, main: etree._Element,
             text = plain_text(sib)
             words = title_words(text)
             return (h1, text) if words and words <= said else None
+    return None
+
+
+def _in_chrome(el: etree._Element, scope: etree._Element) -> bool:
+    """Is ``el`` inside chrome (:func:`classify.kind` says skip) below ``scope``?"""
+    for node in (el, *el.iterancestors()):
+        if node is scope:
+            return False
+        if isinstance(node.tag, str) and kind(node, node.tag) & SKIP:
+            return True
+    return False
+
+
+def _site_half_banner(title: str, main: etree._Element, h1: etree._Element,
+                      banner: set[str]) -> tuple[etree._Element, str] | None:
+    """The ``<h1>`` of a ``<header>`` when it says the site's half of a ``Site - Page`` title and a later heading
+    says the page's.
+
+    Tomcat's XSLT puts ``<h1>Apache Tomcat 10</h1>`` in the page's ``<header>`` under ``<title>Apache Tomcat 10
+    (10.1.60) - SSL/TLS Configuration How-To``, the page's own ``<h2>`` further down: 95 of 103 pages were
+    titled "Apache Tomcat 10".
+    """
+    text = squash(title)
+    for sep in _TITLE_SEPARATORS:
+        if sep in text:
+            site, _, page = text.rpartition(sep)
+            break
+    else:
+        return None
+    page_words = title_words(page)
+    if not page_words or not banner <= title_words(site) or banner <= page_words:
+        return None
+    if not any(a.tag == "header" for a in h1.iterancestors()):
+        return None  # a page's own h1 ("What's New in Python 2.6 — Python 3.11 documentation" names the page first)
+    after = False
+    for heading in main.iter(*_HEADING_TAGS):
+        if heading is h1:
+            after = True
+        elif after and not _in_chrome(heading, main):  # not the sidebar's "Links"
+            text = plain_text(heading)
+            words = title_words(text)
+            return (h1, text) if words and words <= page_words else None
     return None
 
 

@@ -1127,3 +1127,14 @@ def test_a_site_header_h1_that_says_the_sites_half_of_the_title_is_the_banner() 
            "<h2>Python 3.0</h2><p>The development cycle for Python versions 2.6 and 3.0 was synchronized.</p>"
            "</main></body></html>")
     assert extract_html(own).title == "What’s New in Python 2.6"
+
+
+def test_a_column_empty_in_every_row_is_not_written() -> None:
+    """texinfo's @menu and @multitable pad with &nbsp; columns, gtk-doc's parameter tables end with an empty one,
+    Sphinx's module index opens with one: each read as a column of nothing."""
+    md = extract_html(wrap('<table class="menu" border="0"><tr><td><a href="#bar-lines">Bar lines</a></td><td>&nbsp;'
+                           '&nbsp;</td><td></td></tr><tr><td><a href="#auto">Automatic bar lines</a></td><td>&nbsp;'
+                           "</td><td></td></tr></table><table><tr><th>op</th><th></th><th>meaning</th></tr><tr><td>+"
+                           "</td><td></td><td>add</td></tr></table>")).markdown
+    assert "| [Bar lines](#bar-lines) |\n| --- |\n| [Automatic bar lines](#auto) |" in md, md
+    assert "| op | meaning |\n| --- | --- |\n| \\+ | add |" in md  # a lone "+" is escaped (a list marker)

@@ -64,7 +64,7 @@ _SKIP_TOKENS = frozenset(
         "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
         "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu", "ttc",
         "navsettop", "navsetbottom", "chlinktop", "chlinkbot", "chlinkprevnexttop", "chlinkprevnextbot",
-        "ChapSects",
+        "ChapSects", "nav_table",
     ]
 )
 

@@ -390,8 +390,16 @@ def _as_pipes(labels: list[str] | None, body: list[list[list[str]]]) -> str:
     rows = [[_cell_text(c) for c in row] for row in body]
     width = max([len(labels or [])] + [len(row) for row in rows])
     head = labels if labels is not None else rows.pop(0) if rows else []
-    lines = ["| " + " | ".join(head + [""] * (width - len(head))) + " |", "|" + " --- |" * width]
-    lines.extend("| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows)
+    head = head + [""] * (width - len(head))
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    if width > 1 and rows:
+        # a column empty in every row and its label is a spacer (texinfo's @multitable and @menu pad their
+        # columns with &nbsp; cells): it reads as nothing, so it is not written
+        kept = [i for i in range(width) if head[i] or any(row[i] for row in rows)]
+        if kept and len(kept) < width:
+            head, rows, width = [head[i] for i in kept], [[row[i] for i in kept] for row in rows], len(kept)
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * width]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return "\n".join(lines)
 
 

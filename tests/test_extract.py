@@ -1138,3 +1138,17 @@ def test_a_column_empty_in_every_row_is_not_written() -> None:
                            "</td><td></td><td>add</td></tr></table>")).markdown
     assert "| [Bar lines](#bar-lines) |\n| --- |\n| [Automatic bar lines](#auto) |" in md, md
     assert "| op | meaning |\n| --- | --- |\n| \\+ | add |" in md  # a lone "+" is escaped (a list marker)
+
+
+def test_scaladoc_writes_each_description_once_without_its_widgets() -> None:
+    """Scaladoc 2: a member's ``p.shortcomment`` (first sentence) beside its ``div.fullcomment`` wrote every
+    description twice; ``span.permalink`` left a "[Permalink](...)" line a member, ``#mbrsel`` its filter widget."""
+    html = wrap('<div id="mbrsel"><div id="order"><span class="filtertype">Ordering</span><ol><li class="alpha in">'
+                "Alphabetic</li></ol></div></div><h4 class='signature'><span class='name'>head</span>: A</h4>"
+                '<span class="permalink"><a href="index.html#List@head" title="Permalink"><img src="permalink.png"'
+                ' alt="Permalink"></a></span><p class="shortcomment cmt">Selects the first element.</p><div'
+                ' class="fullcomment"><div class="comment cmt"><p>Selects the first element. Note: might return'
+                " different results for different runs.</p></div></div>")
+    md = extract_html(html).markdown
+    assert md.count("Selects the first element") == 1, md
+    assert "Permalink" not in md and "Ordering" not in md and "Alphabetic" not in md

@@ -44,7 +44,9 @@ SKIP_TAGS = frozenset(
 
 #: Class tokens that mark chrome on any element. ``ttc`` is Doxygen's tooltip (SOURCE_TOOLTIPS): a symbol's
 #: name, brief and definition, hidden in each code fragment until hovered; ``navset*`` Scribble's and
-#: ``chlink*`` GAPDoc's bars ("Goto Chapter: Top 1 2 ... 87", previous / next) and ``ChapSects`` its on-page contents.
+#: ``chlink*`` GAPDoc's bars ("Goto Chapter: Top 1 2 ... 87", previous / next) and ``ChapSects`` its on-page contents;
+#: ``permalink`` a link to the element itself on any tag (Doxygen's ``span.permalink``: "◆", Scaladoc's); Scaladoc's
+#: ``shortcomment`` is the first sentence of the ``fullcomment`` beside it (every description was written twice).
 _SKIP_TOKENS = frozenset(
     [
         "toc", "table-of-contents", "local-toc", "on-this-page", "toc-drawer", "md-sidebar", "breadcrumb",
@@ -64,7 +66,7 @@ _SKIP_TOKENS = frozenset(
         "no-print", "hidden-print", "navheader", "navfooter", "nav-header", "nav-footer", "navbar", "nav-bar",
         "navigation", "nav-panel", "navpath", "topnav", "site-header", "site-footer", "dropdown-menu", "ttc",
         "navsettop", "navsetbottom", "chlinktop", "chlinkbot", "chlinkprevnexttop", "chlinkprevnextbot",
-        "ChapSects", "nav_table",
+        "ChapSects", "nav_table", "permalink", "shortcomment",
     ]
 )
 
@@ -117,7 +119,7 @@ SKIP_IDS = frozenset(
     [
         "toc", "sidebar", "breadcrumbs", "cookie-banner", "cookie-consent", "footer", "mw-navigation", "siteSub",
         "contentSub", "jump-to-nav", "catlinks", "page-footer", "side-nav", "nav-tree", "nav-path", "main-nav",
-        "MSearchBox", "MSearchSelectWindow", "MSearchResultsWindow", "titlearea", "mathjaxlink",
+        "MSearchBox", "MSearchSelectWindow", "MSearchResultsWindow", "titlearea", "mathjaxlink", "mbrsel",
     ]
 )
 

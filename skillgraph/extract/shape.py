@@ -107,10 +107,10 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
     """
     blocks = found = headings = 0
     memo: dict[etree._Element, bool] = {}
-    for el in scope.iter("pre", "div", "code", "table", "blockquote", *HEADINGS) if sources \
+    for el in scope.iter("pre", "div", "code", "tt", "table", "blockquote", *HEADINGS) if sources \
             else scope.iter("pre", "div", *HEADINGS):
         tag = el.tag
-        if tag == "code":
+        if tag == "code" or tag == "tt":  # the renderer fences a multi-line one of either (SWIG's <p><tt>)
             parent = el.getparent()
             if parent is not None and parent.tag != "pre" and "\n" in _text(el) and _visible(el, scope, memo):
                 found += 1

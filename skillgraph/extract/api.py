@@ -107,7 +107,8 @@ def _render(root: etree._Element, body: etree._Element, url: str | None, skip: s
     return renderer, markdown
 
 
-#: Class tokens of a page's footnotes container.
+#: A page's footnotes container: its tags, and the class tokens that say so.
+_NOTES_TAGS = frozenset(["div", "section", "aside"])
 _NOTES_TOKENS = frozenset(["footnote", "footnotes"])
 
 
@@ -126,9 +127,6 @@ def notes_beside(content: etree._Element) -> list[etree._Element]:
             if cls and not _NOTES_TOKENS.isdisjoint(cls.split()):
                 found.append(sibling)
     return found
-
-
-_NOTES_TAGS = frozenset(["div", "section", "aside"])
 
 
 def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extraction:

@@ -98,6 +98,11 @@ def escape(text: str) -> str:
     return text
 
 
+def inside(el: etree._Element, scope: etree._Element) -> bool:
+    """Is ``el`` below ``scope``?"""
+    return any(anc is scope for anc in el.iterancestors())
+
+
 def text_of(el: etree._Element) -> str:
     """``"".join(el.itertext())``, read by libxml2 in one call (3-4x faster on span soup).
 

@@ -35,7 +35,7 @@ def _text(el: etree._Element) -> str:
     return text_of(el).strip()
 
 
-def _visible(el: etree._Element, scope: etree._Element, memo: dict[etree._Element, bool]) -> bool:
+def visible(el: etree._Element, scope: etree._Element, memo: dict[etree._Element, bool]) -> bool:
     """True unless ``el`` or an ancestor up to ``scope`` is skipped chrome (memoised along the way)."""
     path = []
     node: etree._Element | None = el
@@ -112,20 +112,20 @@ def counts(scope: etree._Element, sources: bool = True) -> Counts:
         tag = el.tag
         if tag == "code" or tag == "tt":  # the renderer fences a multi-line one of either (SWIG's <p><tt>)
             parent = el.getparent()
-            if parent is not None and parent.tag != "pre" and "\n" in _text(el) and _visible(el, scope, memo):
+            if parent is not None and parent.tag != "pre" and "\n" in _text(el) and visible(el, scope, memo):
                 found += 1
             continue
         if tag == "table":  # a listing laid out as a table, a row a line (Scribble's table.RktBlk), outermost
             outermost = is_listing_table(el) and not any(is_listing_table(a) for a in el.iterancestors("table"))
-            if (outermost or is_code_rows(el)) and _visible(el, scope, memo):
+            if (outermost or is_code_rows(el)) and visible(el, scope, memo):
                 found += 1
             continue
         if tag == "blockquote":
-            if is_code_flow(el) and _visible(el, scope, memo):
+            if is_code_flow(el) and visible(el, scope, memo):
                 found += 1
             continue
         what = _what(el, tag)
-        if what and _visible(el, scope, memo):
+        if what and visible(el, scope, memo):
             if what == BLOCK:
                 blocks += 1
             else:
@@ -170,7 +170,7 @@ class Census:
             if not what:
                 continue
             self._code_divs = self._code_divs or tag == "div"
-            seen = _visible(el, scope, memo)
+            seen = visible(el, scope, memo)
             self._items[el] = (what, seen)
             if seen:
                 if what == BLOCK:
@@ -191,7 +191,7 @@ class Census:
         memo: dict[etree._Element, bool] = {}
         for node in el.iter("pre", "div", *HEADINGS) if self._code_divs else el.iter("pre", *HEADINGS):
             got = items.get(node)
-            if got is None or not (got[1] or _visible(node, el, memo)):
+            if got is None or not (got[1] or visible(node, el, memo)):
                 continue
             if got[0] == BLOCK:
                 blocks += 1

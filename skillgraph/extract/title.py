@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from lxml import etree
 
-from skillgraph.extract.classify import SKIP, kind
-from skillgraph.extract.inline import escape, plain_text, squash
+from skillgraph.extract.inline import escape, inside, plain_text, squash
+from skillgraph.extract.shape import visible
 from skillgraph.markdown import HEADING, scan
 
 _first_heading = etree.XPath("//@id[. = 'firstHeading']/..")  # ``//*[@id='firstHeading']``, read as _title_class is
@@ -21,17 +22,22 @@ def _clean_title(text: str, url: str | None = None, heading: str = "") -> str:
     (``Postfix manual - qmqp-sink(1)`` at ``qmqp-sink.1.html``: every man page was titled "Postfix manual";
     ``GAP (ref) - Chapter 4: The Programming Language`` above ``4 The Programming Language``)."""
     text = squash(text)
+    for head, tail in _halves(text):
+        if head and tail and (url or heading):
+            page = _words(url.rsplit("/", 1)[-1] if url else "") | title_words(heading)
+            if _words(tail) & page and not _words(head) & page:
+                return tail
+        if head:
+            return head
+    return text
+
+
+def _halves(text: str) -> Iterator[tuple[str, str]]:
+    """``<title>`` split at its last separator, for each separator it holds, in :data:`_TITLE_SEPARATORS` order."""
     for sep in _TITLE_SEPARATORS:
         if sep in text:
             head, _, tail = text.rpartition(sep)
-            head, tail = head.strip(), tail.strip()
-            if head and tail and (url or heading):
-                page = _words(url.rsplit("/", 1)[-1] if url else "") | title_words(heading)
-                if _words(tail) & page and not _words(head) & page:
-                    return tail
-            if head:
-                return head
-    return text
+            yield head.strip(), tail.strip()
 
 
 def _words(text: str) -> set[str]:
@@ -100,7 +106,7 @@ def page_title(root: etree._Element, main: etree._Element, generator: str | None
 def title_beside(root: etree._Element, main: etree._Element) -> str:
     """A title block left outside the content column (Doxygen ``div.title``): its own line, or ""."""
     block = _title_block(root)
-    if block is not None and not _inside(block, main):
+    if block is not None and not inside(block, main):
         text = _own_line(block)
         if 0 < len(text) <= 200:
             return text
@@ -139,16 +145,6 @@ def site_banner(root: etree._Element, main: etree._Element,
     return None
 
 
-def _in_chrome(el: etree._Element, scope: etree._Element) -> bool:
-    """Is ``el`` inside chrome (:func:`classify.kind` says skip) below ``scope``?"""
-    for node in (el, *el.iterancestors()):
-        if node is scope:
-            return False
-        if isinstance(node.tag, str) and kind(node, node.tag) & SKIP:
-            return True
-    return False
-
-
 def _site_half_banner(title: str, main: etree._Element, h1: etree._Element,
                       banner: set[str]) -> tuple[etree._Element, str] | None:
     """The ``<h1>`` of a ``<header>`` when it says the site's half of a ``Site - Page`` title and a later heading
@@ -158,23 +154,18 @@ def _site_half_banner(title: str, main: etree._Element, h1: etree._Element,
     (10.1.60) - SSL/TLS Configuration How-To``, the page's own ``<h2>`` further down: 95 of 103 pages were
     titled "Apache Tomcat 10".
     """
-    text = squash(title)
-    for sep in _TITLE_SEPARATORS:
-        if sep in text:
-            site, _, page = text.rpartition(sep)
-            break
-    else:
-        return None
+    site, page = next(_halves(squash(title)), ("", ""))
     page_words = title_words(page)
     if not page_words or not banner <= title_words(site) or banner <= page_words:
         return None
     if not any(a.tag == "header" for a in h1.iterancestors()):
         return None  # a page's own h1 ("What's New in Python 2.6 — Python 3.11 documentation" names the page first)
     after = False
+    memo: dict[etree._Element, bool] = {}
     for heading in main.iter(*_HEADING_TAGS):
         if heading is h1:
             after = True
-        elif after and not _in_chrome(heading, main):  # not the sidebar's "Links"
+        elif after and visible(heading, main, memo):  # not the sidebar's "Links"
             text = plain_text(heading)
             words = title_words(text)
             return (h1, text) if words and words <= page_words else None
@@ -199,10 +190,6 @@ def _own_line(el: etree._Element) -> str:
             parts.append(plain_text(child))
         parts.append(child.tail or "")
     return squash("".join(parts))
-
-
-def _inside(el: etree._Element, scope: etree._Element) -> bool:
-    return any(a is scope for a in el.iterancestors())
 
 
 _LINK_TARGET = re.compile(r"\]\([^()\s]*\)")

@@ -18,7 +18,8 @@ from lxml import etree
 from skillgraph.extract import containers
 from skillgraph.extract.blocks import Out, Walker
 from skillgraph.extract.classify import SKIP, kind
-from skillgraph.extract.inline import escape, plain_text
+from skillgraph.extract.inline import escape, inside, plain_text
+from skillgraph.extract.shape import HEADINGS
 
 #: Below this many characters of text (link destinations left out) a page is an index page whose table
 #: of contents is its content.
@@ -151,19 +152,12 @@ class _InPlace:
                 out.inline.append(escape(text))
 
 
-_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-
-
-def _inside(el: etree._Element, scope: etree._Element) -> bool:
-    return any(anc is scope for anc in el.iterancestors())
-
-
 def _alone_under_its_heading(toc: etree._Element) -> bool:
     """Is a toctree all there is under a heading (right after it, and the last of its section)?"""
     before = toc.getprevious()
     after = toc.getnext()
-    return before is not None and before.tag in _HEADINGS and not (before.tail or "").strip() \
-        and (after is None or after.tag == "section" or after.tag in _HEADINGS)
+    return before is not None and before.tag in HEADINGS and not (before.tail or "").strip() \
+        and (after is None or after.tag == "section" or after.tag in HEADINGS)
 
 
 def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._Element]) -> list[str] | None:
@@ -174,7 +168,7 @@ def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._
     then a toctree), which left out leaves an empty heading. ``holders``: the page's toctrees, as the
     self-check's census met them (no walk of the page here). None when the page has no such toctree.
     """
-    alone = [toc for toc in holders if _alone_under_its_heading(toc) and _inside(toc, body)]
+    alone = [toc for toc in holders if _alone_under_its_heading(toc) and inside(toc, body)]
     if not alone:
         return None
     tocs = _toctrees(renderer, body, alone)

@@ -210,7 +210,8 @@ def test_read_links_reads_each_reference_once_with_the_plain_ways_answer() -> No
     inside, outside = read_links(page, "", root, "http://docs.test/")
     assert inside == ["http://docs.test/library/json.html", "http://docs.test/glossary.html",
                       "http://docs.test/library/functions.html?q=1", "http://docs.test/library/re.html"]
-    assert outside == ["http://elsewhere.test/a"]
+    assert outside == ["http://elsewhere.test/a", "http://docs.test/library/picture.png"], \
+        "a file under the scope is counted with the links outside it, never dropped"
 
 
 def test_a_killed_worker_leaves_no_page_unevaluated() -> None:

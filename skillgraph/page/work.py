@@ -45,8 +45,10 @@ SCRAPY_IGNORED_EXTENSIONS = frozenset([
     "pdf", "exe", "bin", "rss", "dmg", "iso", "apk", "jar", "sh", "rb", "js", "hta", "bat", "cpl", "msi", "msp",
     "py"
 ])
-#: File extensions of links that are never pages (archives, images, sources...).
-NOT_PAGES = frozenset([*SCRAPY_IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst"])
+#: File extensions of links that are never pages (archives, images, sources, books...): such a link, even under
+#: the scope, is outside the graph's scope of documents, so it is counted with the out-of-scope links, never fetched.
+NOT_PAGES = frozenset([*SCRAPY_IGNORED_EXTENSIONS, "txt", "py", "c", "h", "json", "xml", "gz", "bz2", "whl", "rst",
+                       "tgz", "tbz2", "txz", "zst", "epub", "mobi", "deb", "rpm", "woff", "woff2", "ttf", "otf"])
 
 
 @dataclass
@@ -127,7 +129,10 @@ def _is_utf8(encoding: str) -> bool:
 
 def read_links(url: str, text: str, root: etree._Element, scope: str,
                encoding: str = "utf-8") -> tuple[list[str], list[str]]:
-    """The page's links: (in-scope page URLs, out-of-scope URLs), each once, in page order.
+    """The page's links: (in-scope page URLs, the rest), each once, in page order.
+
+    The rest is what the build counts as out of scope: links off the scope, and links under it to
+    files (:data:`NOT_PAGES`), which are not documents and were, before, neither followed nor counted.
 
     Not ``LinkExtractor``: on API reference pages with hundreds of links it cost
     five times the HTML parse (canonicalising every URL). Links are read from the
@@ -160,11 +165,10 @@ def read_links(url: str, text: str, root: etree._Element, scope: str,
             continue
         if link in inside or link in outside:
             continue
-        place = link_place(link, scope, NOT_PAGES)
-        if place == "outside":
-            outside[link] = None
-        elif place == "page":
+        if link_place(link, scope, NOT_PAGES) == "page":
             inside[link] = None
+        else:  # outside the scope, or a file under it (a .zip, a .pdf, a Show Source .txt): counted, not followed
+            outside[link] = None
     return list(inside), list(outside)
 
 

@@ -469,6 +469,26 @@ def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
     assert "toctree-l2" not in markdown
 
 
+def test_a_long_pages_toctrees_that_end_its_section_are_kept_with_their_caption() -> None:
+    """The Developer's Reference's root: a title, a long licence, then the chapter list and an "Appendix" toctree.
+    A page of more text than an index page dropped every toctree not right under a heading: its
+    ``index.md`` ended after the licence. Toctrees that end their section are that section's list of
+    pages; a caption opens its own block (the appendix's "1." is not the chapters' ninth item)."""
+    licence = "<p>" + "This manual is free software; you may redistribute it under the GPL. " * 8 + "</p>"
+    appendix = _toctree("tools").replace("<ul>", '<p class="caption" role="heading"><span class="caption-text">'
+                                                 "Appendix</span></p><ul>", 1)
+    html = ('<html><head><script src="_static/documentation_options.js"></script><title>Reference</title></head>'
+            f'<body><div class="body" role="main"><section id="r"><h1>Reference</h1>{licence}'
+            f'{_toctree("scope", "duties")}{appendix}</section></div></body></html>')
+    markdown = extract_html(html, "https://docs.example.com/index.html").markdown
+    assert markdown.endswith("- [Scope](https://docs.example.com/scope.html)\n"
+                             "- [Duties](https://docs.example.com/duties.html)\n\n"
+                             "Appendix\n\n- [Tools](https://docs.example.com/tools.html)\n"), markdown
+    middle = html.replace("</section>", "<p>More text after the list.</p></section>")
+    assert "[Scope]" not in extract_html(middle, "https://docs.example.com/index.html").markdown, \
+        "a toctree with the section's text after it is still navigation"
+
+
 def _toctree(*pages: str) -> str:
     items = "".join(f'<li class="toctree-l1"><a class="reference internal" href="{p}.html">{p.title()}</a>'
                     f'<ul><li class="toctree-l2"><a href="{p}.html#s">Deep {p}</a></li></ul></li>' for p in pages)
@@ -1063,7 +1083,8 @@ def test_a_column_of_code_lines_is_a_listing() -> None:
 def test_a_toctree_that_is_all_of_its_section_stays_in_place() -> None:
     """On a page of more text than an index page toctrees are navigation, but one standing alone under its heading
     is that section (the kernel's ``core-api/index.html``: "Low level entry and exit" was left an empty heading;
-    the Python docs' ``c-api/concrete.html``). A toctree after a section's own text stays out."""
+    the Python docs' ``c-api/concrete.html``). So is one that ends its section after the section's own text
+    ("Core utilities": a sentence, then its pages; the sentence alone said nothing)."""
     intro = "<p>" + "This is the beginning of a manual for core kernel APIs, with much more to say. " * 6 + "</p>"
     html = ('<html><head><script src="_static/documentation_options.js"></script><title>Core API</title></head>'
             f'<body><div role="main" class="body"><section id="c"><h1>Core API Documentation</h1>{intro}'
@@ -1074,7 +1095,7 @@ def test_a_toctree_that_is_all_of_its_section_stays_in_place() -> None:
             ' handling for exceptions</a></li></ul></div></section></section></div></body></html>')
     md = extract_html(html, "http://h/core-api/index.html").markdown
     assert "## Low level entry and exit\n\n- [Entry/exit handling for exceptions](http://h/core-api/entry.html)" in md
-    assert "The Linux Kernel API" not in md, "a toctree after the section's own text is navigation"
+    assert "general and core utilities.\n\n- [The Linux Kernel API](http://h/core-api/kernel-api.html)" in md
 
 
 def test_javadoc_17_summary_grids_are_tables_under_the_selected_tab() -> None:

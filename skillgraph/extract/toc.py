@@ -56,12 +56,15 @@ def _toctrees(renderer: Walker, body: etree._Element,
         if "toctree-wrapper" not in (toc.get("class") or "").split():
             continue
         items = []
+        caption = next((p for p in toc.iterchildren("p") if "caption" in (p.get("class") or "").split()), None)
+        if caption is not None:  # "Appendix": also keeps two toctrees in a row from reading as one list
+            items.append("\n".join(renderer.blocks(caption)).strip() + "\n")
         for li in toc.iter("li"):
             if "toctree-l1" in (li.get("class") or "").split():
                 text = " ".join(renderer.blocks(li, exclude=li.find("ul"))).strip()
                 if text:
                     items.append(f"- {text}")
-        if items:
+        if items and items[-1][:1] == "-":
             found[toc] = items
     return found
 
@@ -102,6 +105,11 @@ def _generic_toc(renderer: Walker, toc: etree._Element) -> list[str]:
     return items
 
 
+def _one_after_another(lists: list[str]) -> str:
+    """Tables of contents in a row: one list, but a captioned one (Sphinx's "Appendix") starts its own block."""
+    return "".join(("\n" if text[:1] == "-" else "\n\n") + text if n else text for n, text in enumerate(lists))
+
+
 class _InPlace:
     """The walk of an index page that writes each table of contents where it stands."""
 
@@ -132,7 +140,7 @@ class _InPlace:
                     placed = self.lists.pop(child)
                     if self.placed and out.blocks and out.blocks[-1] is self.placed[-1]:
                         out.blocks.pop()
-                        placed = self.placed.pop() + "\n" + placed
+                        placed = _one_after_another([self.placed.pop(), placed])
                     out.blocks.append(placed)
                     self.placed.append(placed)
                 else:
@@ -160,15 +168,31 @@ def _alone_under_its_heading(toc: etree._Element) -> bool:
         and (after is None or after.tag == "section" or after.tag in HEADINGS)
 
 
-def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._Element]) -> list[str] | None:
-    """The blocks of ``body`` with each Sphinx toctree that is a section's only content written in place.
+def _is_toctree(element: etree._Element) -> bool:
+    return element.tag == "div" and "toctree-wrapper" in (element.get("class") or "").split()
 
-    On a page of more text than an index page, toctrees are navigation; but one standing alone under
-    its heading is that section (the Linux kernel's ``core-api/index.html``: "Low level entry and exit",
-    then a toctree), which left out leaves an empty heading. ``holders``: the page's toctrees, as the
+
+def _ends_its_section(toc: etree._Element) -> bool:
+    """Is a toctree the end of its section's own text (nothing after it but toctrees, or subsections)?"""
+    if (toc.tail or "").strip():
+        return False
+    after = toc.getnext()
+    while after is not None and _is_toctree(after) and not (after.tail or "").strip():
+        after = after.getnext()
+    return after is None or after.tag == "section" or after.tag in HEADINGS
+
+
+def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._Element]) -> list[str] | None:
+    """The blocks of ``body`` with each Sphinx toctree that is a section's content written in place.
+
+    On a page of more text than an index page, a toctree amid the text is navigation; but one standing
+    alone under its heading is that section (the Linux kernel's ``core-api/index.html``: "Low level entry
+    and exit", then a toctree), which left out leaves an empty heading, and toctrees that end their section
+    are its list of pages (the Developer's Reference's root: a licence, then the chapters; the Python
+    tutorial's index), which left out leave a reader of the page without them. ``holders``: the page's toctrees, as the
     self-check's census met them (no walk of the page here). None when the page has no such toctree.
     """
-    alone = [toc for toc in holders if _alone_under_its_heading(toc) and inside(toc, body)]
+    alone = [toc for toc in holders if (_alone_under_its_heading(toc) or _ends_its_section(toc)) and inside(toc, body)]
     if not alone:
         return None
     tocs = _toctrees(renderer, body, alone)
@@ -209,4 +233,4 @@ def index_blocks(renderer: Walker, body: etree._Element,
         at = next((i for i, block in enumerate(blocks) if block is walk.placed[0]), None)
         if at is not None and not any(block[:1] == "#" for block in blocks[at + 1:]):
             after.insert(0, blocks.pop(at))
-    return blocks, "\n".join(after)
+    return blocks, _one_after_another(after)

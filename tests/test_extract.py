@@ -319,6 +319,16 @@ def test_headings_permalinks_and_levels() -> None:
     assert extract_html(html).markdown == "# Top\n\n### Sub\n\n#### Own anchor\n\n## C#\n"
 
 
+def test_a_headings_text_is_not_guarded_as_a_line_of_prose() -> None:
+    """``# 5\\. Managing Packages`` read oddly in raw markdown: a heading's text is inline, never a list or a
+    quote; a leading "#" keeps its escape (``# #`` is an empty heading)."""
+    html = wrap("<h1>5. Managing Packages</h1><p>Text.</p><h2>5.1) New packages</h2><h3>- a -</h3><h3>&gt; b</h3>"
+                "<h3># c</h3><h3>#</h3>")
+    md = extract_html(html).markdown
+    assert md == "# 5. Managing Packages\n\nText.\n\n## 5.1) New packages\n\n### - a -\n\n### > b\n\n" \
+                 "### \\# c\n\n### \\#\n", md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

@@ -179,6 +179,22 @@ def guard_line(line: str) -> str:
     return line
 
 
+#: :func:`guard_line`'s escape at the start of a heading's text, where nothing is a block marker ("#" aside:
+#: ``# #`` is an empty heading, its "#" a closing sequence).
+_HEADING_GUARD = re.compile(r"^(\d{1,9})\\(?=[.)](?:\s|$))|^\\(?=[>|+~=-])")
+
+
+def unguard_heading(text: str) -> str:
+    """A heading's text without :func:`guard_line`'s escape: an ATX heading's content is inline only.
+
+    ``# 5\\. Managing Packages`` rendered right but read oddly to anyone reading the markdown
+    (a model, a diff): every numbered Sphinx or DocBook heading carried the backslash.
+    """
+    if text[:1] == "\\" or text[:1].isdigit():
+        return _HEADING_GUARD.sub(lambda m: m.group(1) or "", text, count=1)
+    return text
+
+
 def code_span(text: str) -> str:
     """Inline code with a delimiter longer than any backtick run inside."""
     text = squash(text)

@@ -28,6 +28,7 @@ from skillgraph.extract.inline import (
     is_permalink_text,
     names_a_file,
     text_of,
+    unguard_heading,
     wrap,
 )
 
@@ -136,7 +137,7 @@ class Renderer:
         out.flush()
         self.in_heading = True
         try:
-            text = self.one_line(el).strip()
+            text = unguard_heading(self.one_line(el).strip())
         finally:
             self.in_heading = False
         while text and text[-1] in "¶§#" and (len(text) == 1 or text[-2] == " "):

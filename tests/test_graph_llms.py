@@ -144,7 +144,13 @@ def test_a_description_is_prose_not_a_stamp_an_annotation_or_legal_text() -> Non
                     "Permission is granted to copy, distribute and/or modify this document under the terms of the "
                     "GNU Free Documentation License, Version 1.2.",
                     "THIS SOFTWARE IS PROVIDED BY THE AUTHOR AS IS AND ANY EXPRESS OR IMPLIED WARRANTIES, "
-                    "INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY, ARE DISCLAIMED."):
+                    "INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY, ARE DISCLAIMED.",
+                    # the Developer's Reference's byline and licence (its llms.txt showed the byline)
+                    "Developer's Reference Team &lt;[developers-reference@packages.debian.org]"
+                    "(mailto:developers-reference%40packages.debian.org)>",
+                    "Written by the Reference Team <team@lists.example.org> for every maintainer",
+                    "A copy of the GNU General Public License is available in the distribution. You can also obtain "
+                    "it by writing to the Free Software Foundation, Inc."):
         assert describe(f"# Valgrind Documentation\n\n{opening}\n\n{prose}\n") == prose, opening
     # three words of prose describe; one legal term in prose is prose; a legal page is described by its text
     assert describe("# alloc\n\nMemory allocation APIs\n\nMore.\n") == "Memory allocation APIs"

@@ -38,6 +38,8 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
 #: A label line, not prose: ``**Source code:** [Lib/json/__init__.py](...)``.
 _FIELD = re.compile(r"^(\*\*|__)[^*_]{1,40}:(\*\*|__)")
+#: A mail address in a line (as a ``mailto:`` link or as text): a byline or a contact, never a description.
+_CONTACT = re.compile(r"mailto:|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 #: A word of a description: letters only (an apostrophe or hyphen inside), punctuation around it aside.
 _WORD = re.compile(r"^[(\"'“‘]*([^\W\d_]{2,}(?:['’-][^\W\d_]+)*)[)\"'”’.,;:!?]*$")
 #: A line of emphasis only ("*Part of the Stable ABI.*", "*Return value: New reference.*"): an annotation.
@@ -51,7 +53,7 @@ MIN_DESCRIPTION_WORDS_WITH_NUMBERS = 4
 #: so (one alone is prose: "... free software available under the MIT License").
 _LEGAL = re.compile(r"copyright|©|\(c\)\s|licen[cs]|permission is granted|permission to use|hereby granted|"
                     r"all rights reserved|redistribut|warrant|merchantab|disclaim|permitted provided|permission notice|"
-                    r"received a copy|without fee", re.IGNORECASE)
+                    r"received a copy|without fee|free software foundation", re.IGNORECASE)
 
 
 def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summary: str | None = None,
@@ -224,6 +226,8 @@ def describe(markdown: str, title: str = "", lines: Iterable[Line] | None = None
             continue
         if _hard_break(line):  # a paragraph set line by line (a text file's, a poem's): its lines, not a "\"
             line = _broken_paragraph(line, scanned.kind, read)
+        if _CONTACT.search(line):  # an author's byline ("Reference Team <team@lists.example.org>"), not the page
+            continue
         text = _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", line)).strip()
         if len(text) < 20 or text == title or _ANNOTATION.match(text) or not _prose(text) \
                 or (not legal_page and _legal(text)):

@@ -329,6 +329,17 @@ def test_a_headings_text_is_not_guarded_as_a_line_of_prose() -> None:
                  "### \\# c\n\n### \\#\n", md
 
 
+def test_superscripts_and_subscripts_keep_their_numbers_apart() -> None:
+    """X.org's ICCCM: ``2<sup>27</sup>`` ran together as ``227`` and ``2<sup>-27</sup>`` as ``2-27``. A term
+    of its own is marked; ordinals, marks, footnote markers and a script after emphasis read as before."""
+    md = html_to_markdown("<main><h1>T</h1><p>scaled by 2<sup>27</sup>, E = 2<sup>-27</sup>, M<sup>-1</sup>, "
+                          "94<sup>N</sup>, H<sub>2</sub>O, x<sub>(i+1)</sub>, the 1<sup>st</sup>, Java<sup>TM</sup>, "
+                          'a note<sup><a href="#f1">1</a></sup>, a <a href="#f2"><sup>2</sup></a>, <i>a</i><sub>1</sub>'
+                          ", <sup>3</sup> alone.</p></main>", "http://h/a.html")
+    assert md == ("# T\n\nscaled by 2^27, E = 2^-27, M^-1, 94^N, H_2O, x_(i+1), the 1st, JavaTM, a note[1](#f1), "
+                  "a [2](#f2), *a*1, 3 alone.\n"), md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

@@ -35,6 +35,10 @@ from skillgraph.extract.inline import (
 Handler = Callable[["Renderer", etree._Element, Out], None]
 #: A note's label alone before its text: docutils writes a footnote or citation as ``<span class="label">[1]
 #: </span><p>text</p>``, which would leave ``[1]`` a paragraph of its own.
+#: A superscript or subscript that is a term of its own (``2<sup>-27</sup>``, ``94<sup>N</sup>``,
+#: ``log<sub>2</sub>``): a signed number, one letter, or a parenthesised group. Ordinals (``1<sup>st</sup>``),
+#: marks (``<sup>TM</sup>``) and footnote links are written as they read.
+_SCRIPT = re.compile(r"[-+−]?(?:\d[\d.]*|[A-Za-z]|\([^()\[\]]*\))")
 _LABEL = re.compile(r"\\?\[[\w.#*-]{1,16}\\?\]")
 #: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
 _opens_fence = methodcaller("startswith", "```")
@@ -312,6 +316,24 @@ class Renderer:
     def strike(self, el: etree._Element, out: Out) -> None:
         self.emphasis(el, out, "~~")
 
+    def script(self, el: etree._Element, out: Out) -> None:
+        """``2<sup>27</sup>`` as ``2^27`` and ``x<sub>i</sub>`` as ``x_i``: run together, ``227`` and
+        ``2-27`` (X.org's ICCCM) said another number."""
+        inline = out.inline
+        start, nblocks = len(inline), len(out.blocks)
+        self.walk(el, out)
+        if len(out.blocks) != nblocks or len(inline) == start:
+            return
+        base = inline[start - 1][-1:] if start else ""
+        content = "".join(inline[start:])
+        if not base or base.isspace() or content[:1].isspace() or not _SCRIPT.fullmatch(content.rstrip()):
+            return
+        if el.tag == "sub" and not (base.isalnum() or base == ")"):
+            return  # "*a*_1": an "_" after a mark could open emphasis
+        parent = el.getparent()
+        if (parent is None or parent.tag != "a") and next(el.iter("a"), None) is None:  # a footnote's marker
+            inline[start:] = [("^" if el.tag == "sup" else "_") + content]
+
 
 HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(
@@ -328,6 +350,7 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(["ul", "ol", "menu"], Renderer.listing),
     "dl": containers.deflist,
     "table": tables.table,
+    **dict.fromkeys(["sup", "sub"], Renderer.script),
     "blockquote": Renderer.quote,
     "details": containers.details,
     "hr": Renderer.rule,

@@ -452,14 +452,28 @@ SPHINX_THEMES = {
 @pytest.mark.parametrize("theme", sorted(SPHINX_THEMES))
 def test_sphinx_themes_pick_the_article(theme: str) -> None:
     content = ('<section id="s"><h1>Page<a class="headerlink" href="#s">#</a></h1><p>Body text.</p>'
-               '<div class="highlight-default notranslate"><div class="highlight"><pre>x = 1\n</pre></div></div>'
-               "</section>")
+               '<div class="highlight-default notranslate"><div class="highlight"><pre><span></span><span class="n">x'
+               '</span> <span class="o">=</span> <span class="mi">1</span>\n</pre></div></div></section>')
     html = ('<html><head><script src="_static/documentation_options.js"></script><title>Page</title></head><body>'
             + SPHINX_THEMES[theme].format(c=content) + "</body></html>")
     result = extract_html(html)
     assert result.generator == "sphinx"
     # Sphinx's highlight-default is its default lexer, Python.
     assert result.markdown == "# Page\n\nBody text.\n\n```python\nx = 1\n```\n", theme
+
+
+def test_a_sphinx_block_its_python_lexer_could_not_read_is_not_labelled_python() -> None:
+    """rsyslog's ``$ModLoad imudp``, shell sessions, directory trees: ``highlight-default`` blocks that Pygments
+    could not lex as Python are written without a token span, and were labelled ``python``."""
+    def page(block: str, wrapper: str = "highlight-default") -> str:
+        return ('<html><head><script src="_static/documentation_options.js"></script><title>P</title></head><body>'
+                f'<div class="body" role="main"><section id="s"><h1>P</h1><div class="{wrapper} notranslate">'
+                f'<div class="highlight"><pre><span></span>{block}\n</pre></div></div></section></div></body></html>')
+    assert "```\n$ModLoad imudp\n```" in extract_html(page("$ModLoad imudp")).markdown
+    lexed = '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span>'
+    assert "```python\nx = 1\n```" in extract_html(page(lexed)).markdown
+    assert "```bash\npip install flask\n```" in extract_html(page("pip install flask", "highlight-bash")).markdown, \
+        "a shell lexer leaves plain words bare: its label stays"
 
 
 def test_an_index_page_is_told_by_its_text_not_by_its_links_lengths() -> None:

@@ -248,7 +248,24 @@ def language(pre: etree._Element) -> str:
     )
     lang = lang.strip().lower()
     lang = _LANG_ALIASES.get(lang, lang)
+    if lang == "python" and not _lexed(pre, parent, grand):
+        return ""
     return lang if lang.replace("-", "").replace("+", "").replace("#", "").isalnum() else ""
+
+
+def _lexed(pre: etree._Element, parent: etree._Element | None, grand: etree._Element | None) -> bool:
+    """Did Sphinx's Python lexer read the block, or did it fall back to plain text?
+
+    A ``highlight-default`` block that Pygments cannot lex as Python (rsyslog's ``$ModLoad imudp``,
+    Debian Policy's control files) is written without a token span: labelled ``python``, it said what it
+    is not. Python's lexer puts every name in a span; a shell lexer leaves plain words bare, so only
+    Python is asked, and only in Sphinx's wrappers (elsewhere a block is often highlighted in the browser).
+    """
+    wrapper = grand if grand is not None and "highlight-" in (grand.get("class") or "") else \
+        parent if parent is not None and "highlight-" in (parent.get("class") or "") else None
+    if wrapper is None or parent is None or "highlight" not in (parent.get("class") or "").split():
+        return True
+    return any(span.get("class") for span in pre.iter("span"))
 
 
 def fence(code: str, lang: str = "") -> str:

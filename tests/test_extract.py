@@ -504,11 +504,11 @@ def test_sphinx_index_page_keeps_its_toctree_first_level() -> None:
     assert "toctree-l2" not in markdown
 
 
-def test_a_long_pages_toctrees_that_end_its_section_are_kept_with_their_caption() -> None:
+def test_a_long_pages_toctrees_are_kept_in_place_with_their_caption() -> None:
     """The Developer's Reference's root: a title, a long licence, then the chapter list and an "Appendix" toctree.
     A page of more text than an index page dropped every toctree not right under a heading: its
-    ``index.md`` ended after the licence. Toctrees that end their section are that section's list of
-    pages; a caption opens its own block (the appendix's "1." is not the chapters' ninth item)."""
+    ``index.md`` ended after the licence. A toctree in the content is the author's list of pages; a
+    caption opens its own block (the appendix's "1." is not the chapters' ninth item)."""
     licence = "<p>" + "This manual is free software; you may redistribute it under the GPL. " * 8 + "</p>"
     appendix = _toctree("tools").replace("<ul>", '<p class="caption" role="heading"><span class="caption-text">'
                                                  "Appendix</span></p><ul>", 1)
@@ -519,9 +519,10 @@ def test_a_long_pages_toctrees_that_end_its_section_are_kept_with_their_caption(
     assert markdown.endswith("- [Scope](https://docs.example.com/scope.html)\n"
                              "- [Duties](https://docs.example.com/duties.html)\n\n"
                              "Appendix\n\n- [Tools](https://docs.example.com/tools.html)\n"), markdown
-    middle = html.replace("</section>", "<p>More text after the list.</p></section>")
-    assert "[Scope]" not in extract_html(middle, "https://docs.example.com/index.html").markdown, \
-        "a toctree with the section's text after it is still navigation"
+    boxes = html.replace("</section>", '<div class="admonition seealso"><p>See also the FAQ.</p></div></section>')
+    assert "- [Duties](https://docs.example.com/duties.html)\n\nAppendix\n\n- [Tools](" in \
+        extract_html(boxes, "https://docs.example.com/index.html").markdown, \
+        "rsyslog's sections end with the site's 'See also' boxes: the toctree before them is the section's too"
 
 
 def _toctree(*pages: str) -> str:
@@ -1116,10 +1117,10 @@ def test_a_column_of_code_lines_is_a_listing() -> None:
 
 
 def test_a_toctree_that_is_all_of_its_section_stays_in_place() -> None:
-    """On a page of more text than an index page toctrees are navigation, but one standing alone under its heading
-    is that section (the kernel's ``core-api/index.html``: "Low level entry and exit" was left an empty heading;
-    the Python docs' ``c-api/concrete.html``). So is one that ends its section after the section's own text
-    ("Core utilities": a sentence, then its pages; the sentence alone said nothing)."""
+    """On a page of more text than an index page, a toctree standing alone under its heading is that section (the
+    kernel's ``core-api/index.html``: "Low level entry and exit" was left an empty heading; the Python docs'
+    ``c-api/concrete.html``), and one after the section's own text is its list of pages ("Core utilities": a
+    sentence, then its pages; the sentence alone said nothing)."""
     intro = "<p>" + "This is the beginning of a manual for core kernel APIs, with much more to say. " * 6 + "</p>"
     html = ('<html><head><script src="_static/documentation_options.js"></script><title>Core API</title></head>'
             f'<body><div role="main" class="body"><section id="c"><h1>Core API Documentation</h1>{intro}'

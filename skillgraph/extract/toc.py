@@ -19,7 +19,6 @@ from skillgraph.extract import containers
 from skillgraph.extract.blocks import Out, Walker
 from skillgraph.extract.classify import SKIP, kind
 from skillgraph.extract.inline import escape, inside, plain_text
-from skillgraph.extract.shape import HEADINGS
 
 #: Below this many characters of text (link destinations left out) a page is an index page whose table
 #: of contents is its content.
@@ -160,42 +159,20 @@ class _InPlace:
                 out.inline.append(escape(text))
 
 
-def _alone_under_its_heading(toc: etree._Element) -> bool:
-    """Is a toctree all there is under a heading (right after it, and the last of its section)?"""
-    before = toc.getprevious()
-    after = toc.getnext()
-    return before is not None and before.tag in HEADINGS and not (before.tail or "").strip() \
-        and (after is None or after.tag == "section" or after.tag in HEADINGS)
-
-
-def _is_toctree(element: etree._Element) -> bool:
-    return element.tag == "div" and "toctree-wrapper" in (element.get("class") or "").split()
-
-
-def _ends_its_section(toc: etree._Element) -> bool:
-    """Is a toctree the end of its section's own text (nothing after it but toctrees, or subsections)?"""
-    if (toc.tail or "").strip():
-        return False
-    after = toc.getnext()
-    while after is not None and _is_toctree(after) and not (after.tail or "").strip():
-        after = after.getnext()
-    return after is None or after.tag == "section" or after.tag in HEADINGS
-
-
 def section_blocks(renderer: Walker, body: etree._Element, holders: list[etree._Element]) -> list[str] | None:
-    """The blocks of ``body`` with each Sphinx toctree that is a section's content written in place.
+    """The blocks of ``body`` with each Sphinx toctree of the content written in place, on any page.
 
-    On a page of more text than an index page, a toctree amid the text is navigation; but one standing
-    alone under its heading is that section (the Linux kernel's ``core-api/index.html``: "Low level entry
-    and exit", then a toctree), which left out leaves an empty heading, and toctrees that end their section
-    are its list of pages (the Developer's Reference's root: a licence, then the chapters; the Python
-    tutorial's index), which left out leave a reader of the page without them. ``holders``: the page's toctrees, as the
-    self-check's census met them (no walk of the page here). None when the page has no such toctree.
+    A toctree in a page's body is what its author wrote there (``.. toctree::``), not the theme's
+    navigation: the section's list of pages. Kept only on short index pages, it was lost from the
+    kernel's ``core-api/index.html`` (an empty "Low level entry and exit"), the Developer's Reference's
+    root (the chapters, after a licence), asyncio's "High-level APIs" and rsyslog's section pages (829
+    links before their "See also" boxes). ``holders``: the page's toctrees, as the self-check's census met
+    them (no walk of the page here). None when the page has none in ``body``.
     """
-    alone = [toc for toc in holders if (_alone_under_its_heading(toc) or _ends_its_section(toc)) and inside(toc, body)]
-    if not alone:
+    in_body = [toc for toc in holders if inside(toc, body)]
+    if not in_body:
         return None
-    tocs = _toctrees(renderer, body, alone)
+    tocs = _toctrees(renderer, body, in_body)
     if not tocs:
         return None
     return _walk_in_place(renderer, body, tocs)[1]

@@ -54,6 +54,20 @@ def test_a_one_row_table_around_an_example_is_layout() -> None:
     assert "- " not in md and "| " not in md
 
 
+def test_a_one_cell_table_is_a_box_and_rule_rows_are_not_rows() -> None:
+    """HeVeA boxes a table's caption in a one-cell table and draws rules as rows (``td.hrule``); texinfo boxes a
+    cartouche and separates index letters with ``<td colspan=4><hr></td>``: a box is its blocks, a rule no row."""
+    html = (f"<html><body><main><h1>Operations</h1><p>{PROSE}</p><div class='caption'><table><tr><td>Table 6.1: "
+            "Basic operations</td></tr></table></div><table><tr><td class='hrule' colspan='2'></td></tr>"
+            "<tr><td>Expression</td><td>Result</td></tr><tr><td colspan='2'><hr></td></tr>"
+            "<tr><td>-E</td><td>negation</td></tr><tr><td class='hrule' colspan='2'></td></tr></table>"
+            "<table class='cartouche'><tr><td><dl><dt><b>Description</b></dt><dd><p>An extensive list library."
+            "</p></dd></dl></td></tr></table></main></body></html>")
+    md = extract_html(html).markdown
+    assert "\n\nTable 6.1: Basic operations\n\n| Expression | Result |\n| --- | --- |\n| -E | negation |\n\n" in md, md
+    assert "**Description**" in md and "| **Description**" not in md and "|  |" not in md, md
+
+
 def test_a_heading_that_links_to_the_contents_still_holds_the_column() -> None:
     """The scorer never steps past a title, even one whose text is a link (texi2html, docutils)."""
     code = "<pre>" + "\n".join(f"line {i} of a long example" for i in range(60)) + "</pre>"

@@ -295,9 +295,10 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
                     blocks = []
         if spans:
             _carry(row, spans)
-        if row:
+        if row and any(block != "---" for cell in row for block in cell):
             grid.append(row)
             head_rows += is_head
+        # else a rule or spacer row (HeVeA's td.hrule, texinfo's index separators <td colspan=4><hr></td>)
     if not grid:
         return
     if flattened > plain:
@@ -306,7 +307,10 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
         head_rows = min(head_rows, 1)
     labels = _labels(grid[:head_rows])
     body = grid[head_rows:]
-    if complex_ and len(grid) == 1 and not head_rows:
+    if len(grid) == 1 and len(grid[0]) == 1:
+        # One cell is a box, never data (HeVeA's table captions, texinfo's cartouches): its blocks, as they read
+        out.blocks.extend(grid[0][0])
+    elif complex_ and len(grid) == 1 and not head_rows:
         # One row holding blocks lays content out (texinfo indents its examples with an
         # empty first cell, old pages put a box around code): the blocks, in order.
         out.blocks.extend(b for cell in grid[0] for b in cell)

@@ -340,6 +340,17 @@ def test_superscripts_and_subscripts_keep_their_numbers_apart() -> None:
                   "a [2](#f2), *a*1, 3 alone.\n"), md
 
 
+def test_text_set_monospace_by_its_style_is_inline_code() -> None:
+    """HeVeA (LaTeX to HTML) writes ``\\texttt`` as ``<span style="font-family:monospace">``: 1,156 options and
+    names of the Free Pascal guide read as prose. Glued to a word, or marks alone, it is LaTeX2HTML's
+    typewriter quotes (``"</span>close<span>"``), written as text."""
+    mono = '<span style="font-family:monospace">{}</span>'
+    md = html_to_markdown(f"<main><h1>T</h1><p>The {mono.format('-Fu')} option, {mono.format('fpc hello')}, a "
+                          f"{mono.format('*')} wildcard, a {mono.format('&quot;')}close{mono.format('&quot;')} event, "
+                          '<span style="font-family:sans-serif">mingw32</span>.</p></main>', "http://h/a.html")
+    assert md == '# T\n\nThe `-Fu` option, `fpc hello`, a \\* wildcard, a "close" event, mingw32.\n', md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

@@ -83,6 +83,10 @@ class Walker(Protocol):
         """Render ``el`` by its tag alone."""
         ...
 
+    def code(self, el: etree._Element, out: Out) -> None:
+        """Render ``el`` as inline code (or a code block, standing alone on several lines)."""
+        ...
+
 
 def is_list_block(block: str) -> bool:
     """True when ``block`` is a list this renderer produced."""

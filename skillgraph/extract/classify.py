@@ -25,6 +25,11 @@ SEPARATOR = 256
 CLASSIFIER = 512
 #: A table laid out by a CSS grid (Javadoc 17's ``div.summary-table``: header cells, then a cell a div).
 GRID = 1024
+#: Inline text set in a monospace font by its own ``style`` (HeVeA's ``<span style="font-family:monospace">``):
+#: code, as ``<code>`` is.
+MONOSPACE = 2048
+#: The inline tags whose ``style`` can make them code (a styled ``<div>`` may hold paragraphs).
+_MONOSPACE_TAGS = frozenset(["span", "font"])
 
 #: Class tokens of an inline separator whose mark is drawn by CSS (``span.sep::after { content: "▸" }``,
 #: gi-docgen's ``Soup<span class="sep"></span>Session``): empty in the markup, a space in the text.
@@ -261,4 +266,6 @@ def _by_attribute(el: etree._Element, name: str) -> int:
         return SKIP if value in SKIP_IDS else 0
     if "none" in value and "display:none" in value.replace(" ", ""):
         return SKIP
+    if "monospace" in value and el.tag in _MONOSPACE_TAGS and "font-family" in value:
+        return MONOSPACE
     return 0

@@ -21,6 +21,7 @@ from skillgraph.extract.classify import (
     GRID,
     KINDS,
     LAYOUT,
+    MONOSPACE,
     SEPARATOR,
     SIGNATURE,
     SKIP,
@@ -70,6 +71,13 @@ def special(r: Walker, el: etree._Element, tag: str, flags: int, out: Out) -> No
         out.inline.append(" ")  # its mark is CSS: the words either side stay apart
     elif flags & GRID:
         tables.grid(r, el, out)
+    elif flags & MONOSPACE:
+        before = out.inline[-1][-1:] if out.inline else ""
+        after = (el.tail or "")[:1]
+        if before.isalnum() or after.isalnum() or not any(map(str.isalnum, text_of(el))):
+            r.element(el, out)  # glued to a word, or marks alone: LaTeX2HTML's typewriter quotes and carets
+        else:
+            r.code(el, out)
     elif flags & CLASSIFIER:
         before = el.getprevious()
         if before is None or "classifier-delimiter" not in (before.get("class") or ""):

@@ -838,6 +838,11 @@ def test_an_image_whose_alt_text_is_its_own_path_leaves_no_line() -> None:
                           "</a></p></main>", None)
     assert "_images" not in md and "logo" not in md and "title.png" not in md
     assert "Pure paths." in md and "Inheritance diagram" in md
+    # texinfo gives its path without the extension: MIT Scheme's "fig/log1p fig/expm1"
+    texinfo = html_to_markdown('<main><h1>Numbers</h1><p>Plots: <img src="fig/log1p.png" alt="fig/log1p"> '
+                               '<img src="../fig/expm1.png" alt="fig/expm1"> <img src="logo.png" alt="logo">'
+                               "</p></main>", None)
+    assert "fig/" not in texinfo and "Plots: logo" in texinfo, texinfo
     cell = html_to_markdown("<main><h1>Sheet</h1><table><tr><th>Markup</th><th>Example</th></tr><tr><td>Image</td>"
                             '<td><img alt="images/biohazard.png" src="images/biohazard.png"/></td></tr>'
                             "<tr><td>Figure</td><td>a caption</td></tr></table></main>", None)

@@ -278,6 +278,10 @@ def names_a_file(alt: str, src: str | None) -> bool:
     docutils writes an image's URI as its alt text when the author gave none; a reader of the page
     sees the picture, never that path, and in markdown it would stand as a line of text.
     """
-    if src and (alt == src.strip() or alt == src.strip().rsplit("/", 1)[-1]):
-        return True
+    if src:
+        src = src.strip()
+        stem = src.rsplit(".", 1)[0] if "." in src.rsplit("/", 1)[-1] else src
+        # the path or its file name; a path without the extension (texinfo: alt="fig/log1p" for fig/log1p.png)
+        if alt in (src, src.rsplit("/", 1)[-1]) or ("/" in alt and (alt == stem or stem.endswith("/" + alt))):
+            return True
     return _IMAGE_FILE.fullmatch(alt) is not None

@@ -351,6 +351,16 @@ def test_text_set_monospace_by_its_style_is_inline_code() -> None:
     assert md == '# T\n\nThe `-Fu` option, `fpc hello`, a \\* wildcard, a "close" event, mingw32.\n', md
 
 
+def test_a_link_whose_text_has_an_unbalanced_bracket_stays_a_link() -> None:
+    """Texinfo's index entry "] in entries", its letter bar's ``<b>[</b>``, rustdoc's ``[T; N]`` linked piece by
+    piece: an unbalanced bracket ended the link text early and the link read as plain text."""
+    md = html_to_markdown('<main><h1>T</h1><p><a href="e.html#x">] in entries</a>, <a href="#b"><b>[</b></a>, '
+                          '<a href="a.html">[</a>T<a href="a.html">; N]</a>, <a href="c.html">[a] b</a></p></main>',
+                          "http://h/i.html")
+    assert md == ("# T\n\n[\\] in entries](http://h/e.html#x), [**\\[**](#b), [\\[](http://h/a.html)T"
+                  "[; N\\]](http://h/a.html), [[a] b](http://h/c.html)\n"), md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

@@ -39,6 +39,8 @@ Handler = Callable[["Renderer", etree._Element, Out], None]
 #: ``log<sub>2</sub>``): a signed number, one letter, or a parenthesised group. Ordinals (``1<sup>st</sup>``),
 #: marks (``<sup>TM</sup>``) and footnote links are written as they read.
 _SCRIPT = re.compile(r"[-+−]?(?:\d[\d.]*|[A-Za-z]|\([^()\[\]]*\))")
+#: A bracket not escaped already.
+_BRACKET = re.compile(r"(?<!\\)[\[\]]")
 _LABEL = re.compile(r"\\?\[[\w.#*-]{1,16}\\?\]")
 #: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
 _opens_fence = methodcaller("startswith", "```")
@@ -276,6 +278,11 @@ class Renderer:
         if not core or target is None or BR in core:
             return
         self.destinations += len(target)
+        if ("[" in core or "]" in core) and core.count("[") != core.count("]") and "`" not in core:
+            # "] in entries" (texinfo's index): an unbalanced bracket ends the link text early, and the
+            # link reads as plain text
+            core = _BRACKET.sub(r"\\\g<0>", core)
+            content = content.replace(content.strip(), core, 1)
         if len(core) == len(content):
             linked = f"[{core}]({target})"
         else:

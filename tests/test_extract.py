@@ -361,6 +361,15 @@ def test_a_link_whose_text_has_an_unbalanced_bracket_stays_a_link() -> None:
                   "[; N\\]](http://h/a.html), [[a] b](http://h/c.html)\n"), md
 
 
+def test_an_emphasis_that_markdown_could_not_close_is_written_unmarked() -> None:
+    """rsyslog's ``<strong>Author:</strong>Luis``, zsh's ``<i>NO_</i>BAD_PATTERN``: a closing mark after
+    punctuation and before a letter does not close in CommonMark, and the asterisks showed around text that
+    said something else (an option's name cut in two)."""
+    md = html_to_markdown("<main><h1>T</h1><p><strong>Author:</strong>Luis, <i>NO_</i>BAD_PATTERN, "
+                          "<b>bold</b>text, <b>done.</b> Next, <em>x</em>.</p></main>", "http://h/a.html")
+    assert md == "# T\n\nAuthor:Luis, NO_BAD_PATTERN, **bold**text, **done.** Next, *x*.\n", md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

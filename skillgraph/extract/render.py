@@ -315,7 +315,15 @@ class Renderer:
                 self.open_marks[mark] = outer
         end = len(inline)
         if len(out.blocks) == nblocks and end > start:
-            inline[start:] = [wrap(inline[start] if end == start + 1 else "".join(inline[start:]), mark)]
+            content = inline[start] if end == start + 1 else "".join(inline[start:])
+            wrapped = wrap(content, mark)
+            if wrapped[-1:] == mark[-1:] and not wrapped[-len(mark) - 1:-len(mark)].isalnum() \
+                    and (el.tail or "")[:1].isalnum():
+                # "**Author:**Luis", "*NO_*BAD_PATTERN", "**BASH_VERSINFO[**0]": a closing mark after punctuation
+                # and before a letter does not close (CommonMark's flanking rule) and the marks showed; the text
+                # is written as it reads, unmarked (a space would have changed an identifier)
+                wrapped = content
+            inline[start:] = [wrapped]
 
     def strong(self, el: etree._Element, out: Out) -> None:
         self.emphasis(el, out, "**")

@@ -786,8 +786,23 @@ def test_a_note_laid_out_around_an_icon_is_not_a_table() -> None:
                           '<tr><td rowspan="2"><img alt="[Tip]" src="images/tip.png"/></td><th align="left">Tip</th>'
                           '</tr><tr><td><p>Run <code>mount</code> with no arguments.</p></td></tr></table></div>'
                           "</main>", None)
-    assert "**Tip**\n\nRun `mount` with no arguments." in md
-    assert "[Tip]" not in md and "|" not in md
+    assert "> **Tip:** Run `mount` with no arguments." in md, md
+    assert "[Tip]" not in md and "|" not in md and md.count("Tip") == 1
+
+
+def test_docbook_notes_labelled_by_a_heading_are_admonitions() -> None:
+    """DocBook XSL's ``div.note > h3.title`` (PostgreSQL, X.org), Apache's ``div.warning > h3``, Wireshark's icon
+    table titled by its subject: each read as a "### Note" heading in the outline, its end unmarked. A
+    ``div.note`` that does not open with its label is a plain container."""
+    md = html_to_markdown('<main><h1>ALTER</h1><p>Intro.</p><div class="tip" style="margin-left: 0.5in"><h3 '
+                          'class="title">Tip</h3><p>Adding a column is fast.</p></div><div class="warning"><h3>Warning'
+                          '</h3><p>Secure your server first.</p></div><div class="warning"><table summary="Warning: '
+                          'Secrets"><tr><td rowspan="2"><img alt="[Warning]" src="w.svg"></td><th>Don\'t send secrets'
+                          "</th></tr><tr><td><p>The list is public.</p></td></tr></table></div>"
+                          '<div class="note"><p>A note class on a plain box.</p></div></main>', None)
+    assert md == ("# ALTER\n\nIntro.\n\n> **Tip:** Adding a column is fast.\n\n> **Warning:** Secure your server "
+                  "first.\n\n> **Warning:** **Don't send secrets**\n>\n> The list is public.\n\n"
+                  "A note class on a plain box.\n"), md
 
 
 def test_member_lists_keep_their_headings_and_their_rows_a_table() -> None:

@@ -95,6 +95,10 @@ ADMONITION_TOKENS = frozenset(
         "alert", "markdown-alert", "nextra-callout", "sidebar", "topic",
     ]
 )
+#: Class tokens a ``<div>`` is an admonition by, alone, when it opens with its label (DocBook XSL's
+#: ``div.note > h3.title``, or its icon table): PostgreSQL's, Apache's, X.org's and Wireshark's notes read as
+#: "### Note" headings in the outline.
+BOXED_KINDS = frozenset(["note", "tip", "warning", "caution", "important"])
 #: Lists used for page layout (Javadoc), rendered as plain containers.
 _LAYOUT_TOKENS = frozenset(["summary-list", "member-list", "details-list", "block-list", "blockList"])
 #: Class tokens of an ``aside`` that is the page's text: docutils' HTML5 writer (0.18+, Sphinx 5+) puts
@@ -164,6 +168,9 @@ def _classify(tag: str, cls: str) -> int:
         flags |= SIGNATURE
     if tag == "details" and KINDS.intersection(tokens):
         flags |= ADMONITION
+    if tag == "div" and not flags & ADMONITION and BOXED_KINDS.intersection(tokens):
+        flags |= ADMONITION  # DocBook's div.note / div.warning: an admonition if it opens with its label
+
     if tag == "aside" and not flags & ADMONITION and _NOTE_TOKENS.isdisjoint(tokens):
         return SKIP
     return flags

@@ -34,6 +34,7 @@ from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import CODE_SPAN, fenced_blocks
 
+_HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
@@ -107,15 +108,31 @@ def _title(el: etree._Element) -> tuple[etree._Element | None, str]:
         if not isinstance(child.tag, str):
             continue
         cls = (child.get("class") or "").lower()
-        if child.tag == "summary" or "title" in cls or "heading" in cls:
-            return child, plain_text(child)
+        if child.tag == "summary" or "title" in cls or "heading" in cls or (
+                child.tag in _HEADING_TAGS and plain_text(child).strip().rstrip(":").lower() in KINDS):
+            return child, plain_text(child)  # a heading naming the kind: Apache's div.note > h3 "Note"
         break
     return None, _label_from_classes(el)
+
+
+def _opens_with_label(el: etree._Element) -> bool:
+    """Does a ``div.note`` (:data:`BOXED_KINDS`) open with its label: a title naming its kind, or an icon table?"""
+    first = next((child for child in el if isinstance(child.tag, str)), None)
+    if first is None:
+        return False
+    if first.tag == "table":
+        return first.find(".//img[@alt]") is not None  # DocBook XSL's admonition graphics: [Warning]
+    if first.tag in _HEADING_TAGS or "title" in (first.get("class") or ""):
+        return plain_text(first).strip().rstrip(":").lower() in KINDS
+    return False
 
 
 def admonition(r: Walker, el: etree._Element, out: Out) -> None:
     """``> **Note:** body`` for every admonition family."""
     out.flush()
+    if el.tag == "div" and ADMONITION_TOKENS.isdisjoint((el.get("class") or "").split()) and not _opens_with_label(el):
+        r.block(el, out)  # a div.note that is no box with its label: a plain container
+        return
     antora = el.find("table//td") if next(el.iterchildren("table"), None) is not None else None
     if antora is not None and "icon" in (antora.get("class") or ""):
         icon = antora.find("*[@title]")
@@ -128,6 +145,8 @@ def admonition(r: Walker, el: etree._Element, out: Out) -> None:
     label = label.strip().rstrip(":").strip()
     if label.islower():
         label = label.capitalize()
+    if label and body and body[0].strip("*").rstrip(":").strip().lower() == label.lower():
+        del body[0]  # the label written again by the box (DocBook's icon table: "[Tip]", then "Tip")
     if label:
         lead = f"**{escape(label)}:**"
         first = body[0] if body else ""

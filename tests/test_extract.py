@@ -803,6 +803,24 @@ def test_docbook_notes_labelled_by_a_heading_are_admonitions() -> None:
     assert md == ("# ALTER\n\nIntro.\n\n> **Tip:** Adding a column is fast.\n\n> **Warning:** Secure your server "
                   "first.\n\n> **Warning:** **Don't send secrets**\n>\n> The list is public.\n\n"
                   "A note class on a plain box.\n"), md
+    page = extract_html("<html><body><div class='sect1'><h2>8.1. Numeric Types</h2><p>Intro.</p>"
+                        + "".join(f"<div class='note'><h3 class='title'>Note</h3><p>Note {n}.</p></div>"
+                                  for n in range(4))
+                        + "<h3>8.1.1. Integers</h3><p>Text.</p></div></body></html>")
+    assert page.structure.status == "pass", "the labels are not headings the markdown lost (PostgreSQL's notes)"
+
+
+def test_docbook_literal_layout_keeps_its_lines_blank_lines_and_indentation() -> None:
+    """Valgrind's READMEs and PostgreSQL's formulas are DocBook ``div.literallayout``: lines set with ``<br>``
+    and ``&nbsp;``, the markup's own line ends mere spaces. Read as prose they lost their blank lines and
+    indentation and escaped ``~~~~`` underlines; they are literal text, fenced as a browser shows them."""
+    html = ("<html><body><div class='chapter'><h1>README</h1><p>Intro.</p><div class='literallayout'><p><br>\n"
+            "Building&nbsp;it<br>\n~~~~~~~~~~~<br>\nRun it with<br>\n<br>\n&nbsp;&nbsp;VALGRIND_LIB=<code>~/grind"
+            "</code>&nbsp;valgrind<br>\n<br>\nand   wait.<br>\n</p></div><p>After.</p></div></body></html>")
+    result = extract_html(html)
+    assert result.markdown == ("# README\n\nIntro.\n\n```\nBuilding it\n~~~~~~~~~~~\nRun it with\n\n"
+                               "  VALGRIND_LIB=~/grind valgrind\n\nand wait.\n```\n\nAfter.\n"), result.markdown
+    assert result.structure.status == "pass", result.structure
 
 
 def test_member_lists_keep_their_headings_and_their_rows_a_table() -> None:

@@ -104,8 +104,10 @@ _LAYOUT_TOKENS = frozenset(["summary-list", "member-list", "details-list", "bloc
 #: Class tokens of an ``aside`` that is the page's text: docutils' HTML5 writer (0.18+, Sphinx 5+) puts
 #: footnotes in ``aside.footnote-list`` > ``aside.footnote`` (older writers in ``dl.footnote``).
 _NOTE_TOKENS = frozenset(["footnote", "footnote-list"])
-#: Class tokens of code containers that hold lines without a ``<pre>`` (Doxygen ``div.fragment``).
-CODE_TOKENS = frozenset(["fragment", "programlisting", "codeblock", "code-block", "listing", "sourcecode"])
+#: Class tokens of code containers that hold lines without a ``<pre>`` (Doxygen ``div.fragment``; DocBook's
+#: ``div.literallayout``, lines set with ``<br>`` and ``&nbsp;``: :func:`~skillgraph.extract.code.layout_text`).
+CODE_TOKENS = frozenset(["fragment", "programlisting", "codeblock", "code-block", "listing", "sourcecode",
+                         "literallayout"])
 _SIG_DL_TOKENS = frozenset(
     [
         "function", "class", "method", "attribute", "data", "exception", "classmethod", "staticmethod", "describe",
@@ -229,6 +231,53 @@ def kind(el: etree._Element, tag: str) -> int:
             if flags & SKIP:
                 return SKIP
     return flags
+
+
+_HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+
+
+def _names_a_kind(el: etree._Element) -> bool:
+    return " ".join("".join(el.itertext()).split()).strip("¶# ").rstrip(":").lower() in KINDS
+
+
+def box_title(el: etree._Element) -> etree._Element | None:
+    """The element holding an admonition's label: its first element child, when that is a ``<summary>``, a
+    title or heading by its class, or a heading naming a kind (Apache's ``div.note > h3`` "Note")."""
+    for child in el:
+        if not isinstance(child.tag, str):
+            continue
+        cls = (child.get("class") or "").lower()
+        if child.tag == "summary" or "title" in cls or "heading" in cls or (
+                child.tag in _HEADING_TAGS and _names_a_kind(child)):
+            return child
+        return None
+    return None
+
+
+def opens_with_label(el: etree._Element) -> bool:
+    """Does a ``div.note`` (:data:`BOXED_KINDS` alone) open with its label: a title naming its kind, or
+    DocBook's icon table (``[Warning]``)? Only then is it an admonition, not a plain container."""
+    if not ADMONITION_TOKENS.isdisjoint((el.get("class") or "").split()):
+        return True
+    first = next((child for child in el if isinstance(child.tag, str)), None)
+    if first is None:
+        return False
+    if first.tag == "table":
+        return first.find(".//img[@alt]") is not None
+    return (first.tag in _HEADING_TAGS or "title" in (first.get("class") or "")) and _names_a_kind(first)
+
+
+def labels_a_box(heading: etree._Element) -> bool:
+    """Is a heading an admonition's label (the renderer writes it as ``**Note:**``, not as a heading)?"""
+    node = heading
+    for _ in range(2):  # the box, or the box's heading wrapper (Docusaurus's div.admonition-heading > h5)
+        box = node.getparent()
+        if box is None:
+            return False
+        if kind(box, str(box.tag)) & ADMONITION and (box.tag != "div" or opens_with_label(box)):
+            return box_title(box) is node
+        node = box
+    return False
 
 
 def _shown_alternative(el: etree._Element) -> bool:

@@ -9,6 +9,8 @@ elements or line numbers take the slower Python walk.
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from skillgraph.extract.classify import SKIP, kind
@@ -304,8 +306,43 @@ def _in_chrome(el: etree._Element, pre: etree._Element) -> bool:
     return False
 
 
+_HTML_SPACE = re.compile(r"[ \t\r\n\f]+")
+
+
+def layout_text(el: etree._Element) -> str:
+    """The lines of a block laid out with ``<br>`` and ``&nbsp;`` rather than ``<pre>`` (DocBook's
+    ``div.literallayout``), as a browser shows them: the markup's own line ends and space runs are one
+    space, each ``<br>`` ends a line, ``&nbsp;`` indents, a paragraph inside is a blank line."""
+    parts: list[str] = []
+
+    def text(value: str | None) -> None:
+        if value:
+            parts.append(_HTML_SPACE.sub(" ", value))
+
+    def walk(node: etree._Element) -> None:
+        text(node.text)
+        for child in node:
+            if child.tag == "br":
+                parts.append("\n")
+            elif child.tag == "p" and parts:
+                parts.append("\n\n")
+                walk(child)
+            elif isinstance(child.tag, str):
+                walk(child)
+            text(child.tail)
+
+    walk(el)
+    lines = [line.lstrip(" ").rstrip().replace("\xa0", " ").rstrip() for line in "".join(parts).split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines).rstrip()
+
+
 def code_block(pre: etree._Element, known: str | None = None) -> str | None:
     """Markdown for a ``<pre>`` element (None when it holds no code); ``known``: its text, if read already."""
+    if pre.tag != "pre" and "literallayout" in (pre.get("class") or ""):
+        layout = layout_text(pre)
+        return fence(layout) if layout.strip() else None
     code = code_text(pre, known)
     if not code.strip():
         return None

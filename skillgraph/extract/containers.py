@@ -28,13 +28,14 @@ from skillgraph.extract.classify import (
     TABLIST,
     TABPANEL,
     TABSET,
+    box_title,
     kind,
+    opens_with_label,
 )
 from skillgraph.extract.code import code_block
 from skillgraph.extract.inline import code_span, escape, plain_text, text_of
 from skillgraph.markdown import CODE_SPAN, fenced_blocks
 
-_HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 _find_tex = etree.XPath("descendant::annotation[@encoding='application/x-tex']")
 _find_tabs = etree.XPath("descendant-or-self::*[@role='tab']")
 
@@ -104,33 +105,16 @@ def _label_from_classes(el: etree._Element) -> str:
 
 def _title(el: etree._Element) -> tuple[etree._Element | None, str]:
     """The element holding an admonition's label (if any) and the label text."""
-    for child in el:
-        if not isinstance(child.tag, str):
-            continue
-        cls = (child.get("class") or "").lower()
-        if child.tag == "summary" or "title" in cls or "heading" in cls or (
-                child.tag in _HEADING_TAGS and plain_text(child).strip().rstrip(":").lower() in KINDS):
-            return child, plain_text(child)  # a heading naming the kind: Apache's div.note > h3 "Note"
-        break
+    title = box_title(el)
+    if title is not None:
+        return title, plain_text(title)
     return None, _label_from_classes(el)
-
-
-def _opens_with_label(el: etree._Element) -> bool:
-    """Does a ``div.note`` (:data:`BOXED_KINDS`) open with its label: a title naming its kind, or an icon table?"""
-    first = next((child for child in el if isinstance(child.tag, str)), None)
-    if first is None:
-        return False
-    if first.tag == "table":
-        return first.find(".//img[@alt]") is not None  # DocBook XSL's admonition graphics: [Warning]
-    if first.tag in _HEADING_TAGS or "title" in (first.get("class") or ""):
-        return plain_text(first).strip().rstrip(":").lower() in KINDS
-    return False
 
 
 def admonition(r: Walker, el: etree._Element, out: Out) -> None:
     """``> **Note:** body`` for every admonition family."""
     out.flush()
-    if el.tag == "div" and ADMONITION_TOKENS.isdisjoint((el.get("class") or "").split()) and not _opens_with_label(el):
+    if el.tag == "div" and not opens_with_label(el):
         r.block(el, out)  # a div.note that is no box with its label: a plain container
         return
     antora = el.find("table//td") if next(el.iterchildren("table"), None) is not None else None

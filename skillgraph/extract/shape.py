@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from lxml import etree
 
-from skillgraph.extract.classify import CODE, SKIP, code_class, kind
+from skillgraph.extract.classify import CODE, SKIP, code_class, kind, labels_a_box
 from skillgraph.extract.code import is_code_flow, is_code_rows, is_gutter, is_listing_table, is_prompt, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
@@ -76,7 +76,7 @@ def _what(el: etree._Element, tag: str, facts: Facts | None = None) -> int:
         if not code_class(cls) or not kind(el, "div") & CODE:
             return NONE
     elif tag in HEADINGS:
-        return HEADING if _text(el) else NONE
+        return HEADING if _text(el) and not labels_a_box(el) else NONE
     parent = el.getparent()
     if parent is not None and (parent.tag == "pre" or "lineno" in (parent.get("class") or "")):
         return NONE  # <pre><pre> wrappers and line-number gutters are one block

@@ -150,7 +150,12 @@ def test_a_description_is_prose_not_a_stamp_an_annotation_or_legal_text() -> Non
                     "(mailto:developers-reference%40packages.debian.org)>",
                     "Written by the Reference Team <team@lists.example.org> for every maintainer",
                     "A copy of the GNU General Public License is available in the distribution. You can also obtain "
-                    "it by writing to the Free Software Foundation, Inc."):
+                    "it by writing to the Free Software Foundation, Inc.",
+                    # X.org's licence line, its authors' names, the Ada manual's banner
+                    "Except as contained in this notice, the name of the X Consortium shall not be used in "
+                    "advertising or otherwise to promote this Software without prior written authorization.",
+                    "Sun Microsystems, Inc.", "Digital Equipment Corporation",
+                    "Ada Reference Manual — [Legal Information](RM-TTL.md)"):
         assert describe(f"# Valgrind Documentation\n\n{opening}\n\n{prose}\n") == prose, opening
     # three words of prose describe; one legal term in prose is prose; a legal page is described by its text
     assert describe("# alloc\n\nMemory allocation APIs\n\nMore.\n") == "Memory allocation APIs"

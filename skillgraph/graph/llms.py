@@ -53,7 +53,8 @@ MIN_DESCRIPTION_WORDS_WITH_NUMBERS = 4
 #: so (one alone is prose: "... free software available under the MIT License").
 _LEGAL = re.compile(r"copyright|©|\(c\)\s|licen[cs]|permission is granted|permission to use|hereby granted|"
                     r"all rights reserved|redistribut|warrant|merchantab|disclaim|permitted provided|permission notice|"
-                    r"received a copy|without fee|free software foundation", re.IGNORECASE)
+                    r"received a copy|without fee|free software foundation|prior written|advertising or otherwise|"
+                    r"contained in this notice", re.IGNORECASE)
 
 
 def write_graph_llms(folder: Path, name: str, pages: list[dict[str, Any]], summary: str | None = None,
@@ -242,7 +243,7 @@ def _legal(text: str) -> bool:
 
 
 def _prose(text: str) -> bool:
-    """Does ``text`` read as words about something, not a stamp (a version, a date, a URL, a name)?
+    """Does ``text`` read as words about something, not a stamp (a version, a date, a URL, a name, a banner)?
 
     Words of letters for at least half of what is written, and at least :data:`MIN_DESCRIPTION_WORDS` of
     three letters or more (:data:`MIN_DESCRIPTION_WORDS_WITH_NUMBERS` beside a number): "Release 3.19.0 11
@@ -252,7 +253,10 @@ def _prose(text: str) -> bool:
     tokens = text.split()
     words = [match.group(1) for match in map(_WORD.match, tokens) if match]
     least = MIN_DESCRIPTION_WORDS_WITH_NUMBERS if any(c.isdigit() for c in text) else MIN_DESCRIPTION_WORDS
-    return sum(len(word) >= 3 for word in words) >= least and 2 * len(words) >= len(tokens)
+    # a sentence has a word in lower case; names and banners have none ("Sun Microsystems, Inc.",
+    # "Ada Reference Manual — Legal Information")
+    return sum(len(word) >= 3 for word in words) >= least and 2 * len(words) >= len(tokens) \
+        and any(word[:1].islower() for word in words)
 
 
 def _hard_break(line: str) -> bool:

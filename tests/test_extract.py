@@ -370,6 +370,16 @@ def test_an_emphasis_that_markdown_could_not_close_is_written_unmarked() -> None
     assert md == "# T\n\nAuthor:Luis, NO_BAD_PATTERN, **bold**text, **done.** Next, *x*.\n", md
 
 
+def test_a_footnote_marker_keeps_its_brackets() -> None:
+    """Sphinx draws a footnote reference's brackets with CSS, texinfo raises its number (``<sup>8</sup>``):
+    "architectures. [1](#id16) Any" read as the number one in the sentence (Debian Policy, MIT Scheme)."""
+    md = html_to_markdown('<main><h1>T</h1><p>architectures.<a class="footnote-reference brackets" href="#id16">1'
+                          '</a> Any, not.<a href="#FOOT8"><sup>8</sup></a> x<sup><a href="#f2">2</a></sup>, section '
+                          '<a href="#s3">3</a>, <a class="footnote-reference" href="#id5">[4]</a></p></main>', None)
+    assert md == ("# T\n\narchitectures.[\\[1\\]](#id16) Any, not.[\\[8\\]](#FOOT8) x[\\[2\\]](#f2), section "
+                  "[3](#s3), [[4]](#id5)\n"), md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

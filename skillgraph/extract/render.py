@@ -46,6 +46,14 @@ _LABEL = re.compile(r"\\?\[[\w.#*-]{1,16}\\?\]")
 _opens_fence = methodcaller("startswith", "```")
 
 
+def _marks_a_note(link: etree._Element) -> bool:
+    """Is a link with a number for text a footnote's marker: by its class, or raised (``<sup>``) in or around it?"""
+    if "footnote" in (link.get("class") or "") or next(link.iter("sup"), None) is not None:
+        return True
+    parent = link.getparent()
+    return parent is not None and parent.tag == "sup"
+
+
 class Renderer:
     """Walks an element tree and renders it as markdown (never mutating it)."""
 
@@ -278,7 +286,12 @@ class Renderer:
         if not core or target is None or BR in core:
             return
         self.destinations += len(target)
-        if ("[" in core or "]" in core) and core.count("[") != core.count("]") and "`" not in core:
+        if core.isdigit() and len(core) <= 3 and href[:1] == "#" and _marks_a_note(el):
+            # a footnote's marker, its brackets drawn by CSS (Sphinx's a.footnote-reference.brackets) or its number
+            # raised (texinfo's <sup>8</sup>): "architectures. [1](#id16) Any" read as the number one
+            core = f"\\[{core}\\]"
+            content = content.replace(content.strip(), core, 1)
+        elif ("[" in core or "]" in core) and core.count("[") != core.count("]") and "`" not in core:
             # "] in entries" (texinfo's index): an unbalanced bracket ends the link text early, and the
             # link reads as plain text
             core = _BRACKET.sub(r"\\\g<0>", core)

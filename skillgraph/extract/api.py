@@ -15,6 +15,7 @@ from urllib.parse import urljoin
 import lxml.html
 from lxml import etree
 
+from skillgraph.extract.anchors import point_in_page_links
 from skillgraph.extract.content import LANDMARK_TAGS, landmark_candidates, main_content
 from skillgraph.extract.detect import detect
 from skillgraph.extract.facts import Facts
@@ -198,13 +199,18 @@ def extract_tree(root: lxml.html.HtmlElement, url: str | None = None) -> Extract
         # \page whose sections are h1s: Eigen's "The Matrix class" was titled by its first section)
         opens = False
     title = banner[1] if banner else page_title(root, element, generator, h1s[at] if opens else None, url)
+    above: str | None = None  # a title heading written above the rendered ones
     if title and not (renderer.saw_h1 and opens):
         promoted = head_title(markdown, title)
         if promoted is not None:
             markdown = promoted
         else:
-            markdown = f"# {escape(title)}\n\n{markdown}" if markdown else f"# {escape(title)}"
+            above = escape(title)
+            markdown = f"# {above}\n\n{markdown}" if markdown else f"# {above}"
         written = markdown + "\n" if markdown else ""
+    if renderer.fragments:
+        written = point_in_page_links(written, renderer.written_headings, element, renderer.anchors,
+                                      renderer.fragments, above)
     return Extraction(title=title, markdown=written, generator=generator,
                       structure=check, reextracted=reextracted)
 

@@ -87,6 +87,10 @@ class Walker(Protocol):
         """Render ``el`` as inline code (or a code block, standing alone on several lines)."""
         ...
 
+    def anchored(self, ident: str) -> None:
+        """Note that the element with id ``ident`` stands here, under the last heading written."""
+        ...
+
 
 def is_list_block(block: str) -> bool:
     """True when ``block`` is a list this renderer produced."""

@@ -230,6 +230,9 @@ def deflist(r: Walker, el: etree._Element, out: Out, api: bool = False) -> None:
         if flags & SKIP:
             continue
         if tag == "dt":
+            ident = child.get("id")
+            if ident:  # an API entry's anchor (Sphinx's dt#json.dumps): an in-page link to it goes to this section
+                r.anchored(ident)
             if next(child.iter("pre"), None) is not None:
                 out.blocks.extend(r.blocks(child))  # a declaration in a <pre> (Nim's <dt><pre>): a fence, not a line
             elif api or flags & SIGNATURE:

@@ -78,6 +78,11 @@ class Renderer:
         #: emphasis marks open around what is being rendered, each with the output and block count it
         #: opened at: the same mark inside, in the same inline run, is not written again
         self.open_marks: dict[str, tuple[Out, int]] = {}
+        #: the headings written, each element with its markdown text, in order (in-page links: anchors.py)
+        self.written_headings: list[tuple[etree._Element, str]] = []
+        #: ids of elements written under a heading (API entries), each with that heading's place in the list
+        self.anchors: dict[str, int] = {}
+        self.fragments: set[str] = set()  #: the in-page fragments linked to
 
     def markdown(self, el: etree._Element) -> str:
         """Markdown for the children of ``el``."""
@@ -160,6 +165,7 @@ class Renderer:
             level = int(str(el.tag)[1])
             self.saw_h1 = self.saw_h1 or level == 1
             self.first_level = self.first_level or level
+            self.written_headings.append((el, text))
             out.blocks.append("#" * level + " " + text)
 
     def pre(self, el: etree._Element, out: Out) -> None:
@@ -273,7 +279,12 @@ class Renderer:
         start, nblocks = len(inline), len(out.blocks)
         self.walk(el, out)
         href = el.get("href")
-        if href is None or len(out.blocks) != nblocks or el.get("role") == "doc-backlink":
+        if href is None:
+            ident = el.get("id") or el.get("name")
+            if ident:  # an anchor in the text (texinfo's index entries, old pages' <a name>): under this heading
+                self.anchored(ident)
+            return
+        if len(out.blocks) != nblocks or el.get("role") == "doc-backlink":
             return
         # most links hold one piece (a word, a code span): no slice and join for it
         content = inline[start] if len(inline) == start + 1 else "".join(inline[start:])
@@ -286,6 +297,8 @@ class Renderer:
         if not core or target is None or BR in core:
             return
         self.destinations += len(target)
+        if target[:1] == "#":
+            self.fragments.add(target[1:])
         if core.isdigit() and len(core) <= 3 and href[:1] == "#" and _marks_a_note(el):
             # a footnote's marker, its brackets drawn by CSS (Sphinx's a.footnote-reference.brackets) or its number
             # raised (texinfo's <sup>8</sup>): "architectures. [1](#id16) Any" read as the number one
@@ -343,6 +356,11 @@ class Renderer:
 
     def strike(self, el: etree._Element, out: Out) -> None:
         self.emphasis(el, out, "~~")
+
+    def anchored(self, ident: str) -> None:
+        """The element with id ``ident`` is written here: under the last heading written (if any)."""
+        if self.written_headings:
+            self.anchors.setdefault(ident, len(self.written_headings) - 1)
 
     def script(self, el: etree._Element, out: Out) -> None:
         """``2<sup>27</sup>`` as ``2^27`` and ``x<sub>i</sub>`` as ``x_i``: run together, ``227`` and

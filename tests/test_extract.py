@@ -380,6 +380,17 @@ def test_a_footnote_marker_keeps_its_brackets() -> None:
                   "[3](#s3), [[4]](#id5)\n"), md
 
 
+def test_a_less_than_sign_that_starts_no_tag_is_written_plain() -> None:
+    """Escaped at the end of a piece (a link might follow with a letter), ``<`` read "Jourdin &lt;[mail](...)>"
+    (rsyslog's authors), "List&lt;[Field](...)>" (Javadoc) and "**safe&lt;**" (MIT Scheme): with the paragraph
+    whole, a ``<`` before a link, a mark or a space is no tag; before a letter it stays escaped, and code is code."""
+    md = html_to_markdown('<main><h1>T</h1><p>Jourdin &lt;<a href="mailto:j@x.org">mail</a>&gt;, List&lt;<a '
+                          'href="F.html">Field</a>&gt;, <b>flo:safe&lt;</b>, a&lt;b, <code>&amp;lt;x</code>, '
+                          "x &lt; 1</p></main>", "http://h/a.html")
+    assert md == ("# T\n\nJourdin <[mail](mailto:j@x.org)>, List<[Field](http://h/F.html)>, **flo:safe<**, a&lt;b, "
+                  "`&lt;x`, x < 1\n"), md
+
+
 def test_prose_escaping_and_block_markers() -> None:
     html = wrap("<p># not a heading</p><p>1. not a list</p><p>- nor this</p><p>a <x> b * c `d` [e]</p>"
                 "<p>if a&lt;b and <code>x&lt;y</code></p>")

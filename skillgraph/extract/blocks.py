@@ -10,12 +10,14 @@ the other way round.
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from typing import Protocol
 
 from lxml import etree
 
 from skillgraph.extract.inline import Linker, guard_line, squash
+from skillgraph.markdown import CODE_SPAN
 
 BR = "\x01"  # hard line break marker inside a paragraph (never whitespace to str.split)
 #: First characters :func:`~skillgraph.extract.inline.guard_line` may escape (digits aside).
@@ -47,7 +49,28 @@ class Out:
                 if first in _GUARDED or first.isdigit():
                     para = guard_line(para)
         if para:
+            if "&lt;" in para:
+                para = _loose_lt(para)
             self.blocks.append(para)
+
+
+#: A ``<`` written ``&lt;`` that, with the paragraph whole, starts no tag: escaped at the end of a piece
+#: (a link or span might have followed with a letter), it read "Jourdin &lt;[mail](...)>" and "safe&lt;**".
+_LOOSE_LT = re.compile(r"&lt;(?![A-Za-z/!?])")
+
+
+def _loose_lt(para: str) -> str:
+    """``para`` with each ``&lt;`` that starts no tag written ``<`` again, outside code spans."""
+    if "`" not in para:
+        return _LOOSE_LT.sub("<", para)
+    parts = []
+    at = 0
+    for span in CODE_SPAN.finditer(para):
+        parts.append(_LOOSE_LT.sub("<", para[at:span.start()]))
+        parts.append(span.group(0))
+        at = span.end()
+    parts.append(_LOOSE_LT.sub("<", para[at:]))
+    return "".join(parts)
 
 
 class Walker(Protocol):

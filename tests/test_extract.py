@@ -614,6 +614,22 @@ def test_index_page_tables_of_contents_stay_under_their_headings() -> None:
         "## Appendixes\n\n- [Three](https://docs.example.com/three.html)\n\n## See also\n\nThe reference.\n")
 
 
+def test_a_docbook_books_title_page_keeps_its_contents_whatever_its_length() -> None:
+    """Valgrind's root (a licence, then the set's div.toc beside its title page), the Debian Reference's and
+    Wireshark's (lists of figures): longer than an index page, they lost the book's contents."""
+    licence = "<p>" + "Permission is granted to copy, distribute and modify this document. " * 8 + "</p>"
+    toc = ('<div class="toc"><p><b>Table of Contents</b></p><dl class="toc"><dt><a href="QuickStart.html">Quick Start'
+           '</a></dt><dt><a href="manual.html">User Manual</a></dt></dl></div>')
+    html = (f'<html><body><div></div><div class="set"><div class="titlepage"><h1 class="title">Valgrind Documentation'
+            f'</h1>{licence}</div><hr>{toc}</div></body></html>')
+    md = html_to_markdown(html, "https://docs.example.com/index.html")
+    assert md.endswith("- [Quick Start](https://docs.example.com/QuickStart.html)\n"
+                       "- [User Manual](https://docs.example.com/manual.html)\n"), md
+    chapter = html.replace('class="set"', 'class="chapter"')
+    assert "[Quick Start]" not in html_to_markdown(chapter, "https://docs.example.com/ch01.html"), \
+        "a long chapter's div.toc is its own contents box, as before"
+
+
 def test_an_index_page_with_one_table_of_contents_and_no_heading_after_it_ends_with_it() -> None:
     """A DocBook chapter's toc precedes its introduction: under the same heading, the text comes first."""
     html = ("<html><body><div class='chapter'><h1 class='title'>Chapter 6. Data</h1><div class='toc'><dl class='toc'>"

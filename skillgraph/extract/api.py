@@ -24,7 +24,7 @@ from skillgraph.extract.render import Renderer
 from skillgraph.extract.select import Scores, descend, layout_chrome, leading_chrome, masses
 from skillgraph.extract.shape import Census, fence_sources
 from skillgraph.extract.title import first_h1, h1_in_a_section, head_title, page_title, site_banner, title_beside
-from skillgraph.extract.toc import index_blocks, is_index_page, section_blocks
+from skillgraph.extract.toc import index_blocks, is_book_root, is_index_page, section_blocks
 from skillgraph.quality.model import FAIL, PASS, Check
 from skillgraph.quality.structure import structure_check
 
@@ -88,7 +88,7 @@ def _render(root: etree._Element, body: etree._Element, url: str | None, skip: s
             facts: Facts | None = None) -> tuple[Renderer, str]:
     renderer = Renderer(Linker(_base(root, url), url), skip, facts)
     markdown = "\n\n".join(_tidy(renderer.blocks(body)))
-    if is_index_page(markdown, renderer.destinations):  # walked again, its tables of contents kept in place
+    if is_index_page(markdown, renderer.destinations) or is_book_root(body):  # walked again, contents in place
         page = root.find("body")
         index = Renderer(renderer.linker, skip, facts)  # from a fresh state (tab labels waiting for panels)
         found = index_blocks(index, body, page if page is not None else root)

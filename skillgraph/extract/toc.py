@@ -12,6 +12,7 @@ each section heading), as the walker would meet it if it were not chrome.
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from lxml import etree
 
@@ -45,6 +46,23 @@ def is_index_page(markdown: str, destinations: int) -> bool:
     if len(markdown) < INDEX_PAGE_CHARS:
         return True
     return len(markdown) - sum(map(len, _DESTINATION.findall(markdown))) < INDEX_PAGE_CHARS
+
+
+#: DocBook XSL's classes of a book's (a set's, a part's) root element: its title page holds the book's contents.
+_BOOK_CLASSES = frozenset(["book", "set", "part"])
+
+
+def is_book_root(body: etree._Element) -> bool:
+    """Is ``body`` (or one of its first elements, or what holds it) a DocBook book, set or part with a ``div.toc``?
+
+    Its title page is the book's contents whatever its length: Wireshark's guides' lists of figures and
+    tables, Valgrind's licence, made their ``index.md`` longer than an index page and the contents were lost.
+    """
+    around = (*islice(body.iterancestors(), 2), *islice((child for child in body if isinstance(child.tag, str)), 3))
+    for el in (body, *around):
+        if not _BOOK_CLASSES.isdisjoint((el.get("class") or "").split()):
+            return any(child.tag == "div" and "toc" in (child.get("class") or "").split() for child in el)
+    return False
 
 
 def _toctrees(renderer: Walker, body: etree._Element,

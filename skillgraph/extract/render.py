@@ -33,14 +33,14 @@ from skillgraph.extract.inline import (
 )
 
 Handler = Callable[["Renderer", etree._Element, Out], None]
-#: A note's label alone before its text: docutils writes a footnote or citation as ``<span class="label">[1]
-#: </span><p>text</p>``, which would leave ``[1]`` a paragraph of its own.
 #: A superscript or subscript that is a term of its own (``2<sup>-27</sup>``, ``94<sup>N</sup>``,
 #: ``log<sub>2</sub>``): a signed number, one letter, or a parenthesised group. Ordinals (``1<sup>st</sup>``),
 #: marks (``<sup>TM</sup>``) and footnote links are written as they read.
 _SCRIPT = re.compile(r"[-+−]?(?:\d[\d.]*|[A-Za-z]|\([^()\[\]]*\))")
 #: A bracket not escaped already.
 _BRACKET = re.compile(r"(?<!\\)[\[\]]")
+#: A note's label alone before its text: docutils writes a footnote or citation as ``<span class="label">[1]
+#: </span><p>text</p>``, which would leave ``[1]`` a paragraph of its own.
 _LABEL = re.compile(r"\\?\[[\w.#*-]{1,16}\\?\]")
 #: Does a block open a fence: ``str.startswith`` called from C, not a generator expression per list item.
 _opens_fence = methodcaller("startswith", "```")

@@ -24,7 +24,7 @@ one compiled pattern per construct, a fast path for prose: linear in the input.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from operator import itemgetter
 from typing import NamedTuple
@@ -99,6 +99,17 @@ class Fenced(NamedTuple):
     info: str
     depth: int
     closed: bool  #: False when it ran to the end of the document or of its container
+
+
+def outside_code_spans(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to each run between its code spans, the spans copied as they are."""
+    parts, last = [], 0
+    for span in CODE_SPAN.finditer(text):
+        parts.append(change(text[last : span.start()]))
+        parts.append(span.group(0))
+        last = span.end()
+    parts.append(change(text[last:]))
+    return "".join(parts)
 
 
 def split_lines(text: str) -> list[str]:

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 
 from lxml import etree
 
+from skillgraph.extract.classify import HEADINGS
 from skillgraph.markdown import CODE_SPAN
 
-_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: An in-page link's destination, as the renderer writes it: ``](#fragment)``.
 _IN_PAGE = re.compile(r"\]\(#([^()\s]+)\)")
 #: What GitHub's slug drops: anything but letters, digits, ``_``, ``-`` and spaces.
@@ -92,7 +92,7 @@ def heading_ids(heading: etree._Element, top: etree._Element) -> set[str]:
     node = heading
     while node is not top:
         parent = node.getparent()
-        if parent is None or next(parent.iter(*_HEADING_TAGS), None) is not heading:
+        if parent is None or next(parent.iter(*HEADINGS), None) is not heading:
             break  # a section is named by its first heading (a nav bar before it aside: texinfo's div.header)
         found.update(_ids(parent))
         for sibling in parent:  # the section's own empty labels before its heading

@@ -17,7 +17,7 @@ from typing import Protocol
 from lxml import etree
 
 from skillgraph.extract.inline import Linker, guard_line, squash
-from skillgraph.markdown import CODE_SPAN
+from skillgraph.markdown import outside_code_spans
 
 BR = "\x01"  # hard line break marker inside a paragraph (never whitespace to str.split)
 #: First characters :func:`~skillgraph.extract.inline.guard_line` may escape (digits aside).
@@ -63,14 +63,7 @@ def _loose_lt(para: str) -> str:
     """``para`` with each ``&lt;`` that starts no tag written ``<`` again, outside code spans."""
     if "`" not in para:
         return _LOOSE_LT.sub("<", para)
-    parts = []
-    at = 0
-    for span in CODE_SPAN.finditer(para):
-        parts.append(_LOOSE_LT.sub("<", para[at:span.start()]))
-        parts.append(span.group(0))
-        at = span.end()
-    parts.append(_LOOSE_LT.sub("<", para[at:]))
-    return "".join(parts)
+    return outside_code_spans(para, lambda prose: _LOOSE_LT.sub("<", prose))
 
 
 class Walker(Protocol):

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from lxml import etree
 
+#: The heading tags (the census, the selector, the renderer's admonition labels and in-page links).
+HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+
 # Bit flags returned by kind().
 SKIP = 1
 ADMONITION = 2
@@ -233,9 +236,6 @@ def kind(el: etree._Element, tag: str) -> int:
     return flags
 
 
-_HEADING_TAGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-
-
 def _names_a_kind(el: etree._Element) -> bool:
     return " ".join("".join(el.itertext()).split()).strip("¶# ").rstrip(":").lower() in KINDS
 
@@ -248,7 +248,7 @@ def box_title(el: etree._Element) -> etree._Element | None:
             continue
         cls = (child.get("class") or "").lower()
         if child.tag == "summary" or "title" in cls or "heading" in cls or (
-                child.tag in _HEADING_TAGS and _names_a_kind(child)):
+                child.tag in HEADINGS and _names_a_kind(child)):
             return child
         return None
     return None
@@ -264,7 +264,7 @@ def opens_with_label(el: etree._Element) -> bool:
         return False
     if first.tag == "table":
         return first.find(".//img[@alt]") is not None
-    return (first.tag in _HEADING_TAGS or "title" in (first.get("class") or "")) and _names_a_kind(first)
+    return (first.tag in HEADINGS or "title" in (first.get("class") or "")) and _names_a_kind(first)
 
 
 def labels_a_box(heading: etree._Element) -> bool:

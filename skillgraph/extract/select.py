@@ -32,10 +32,9 @@ import re
 
 from lxml import etree
 
-from skillgraph.extract.classify import CODE, SKIP, kind
+from skillgraph.extract.classify import CODE, HEADINGS, SKIP, kind
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
-from skillgraph.extract.shape import HEADINGS
 from skillgraph.extract.title import title_words
 
 #: Descend into a child holding at least this share of its parent's mass.

@@ -12,13 +12,11 @@ from typing import NamedTuple
 
 from lxml import etree
 
-from skillgraph.extract.classify import CODE, SKIP, code_class, kind, labels_a_box
+from skillgraph.extract.classify import CODE, HEADINGS, SKIP, code_class, kind, labels_a_box
 from skillgraph.extract.code import is_code_flow, is_code_rows, is_gutter, is_listing_table, is_prompt, lays_out
 from skillgraph.extract.facts import Facts
 from skillgraph.extract.inline import text_of
 from skillgraph.quality.structure import Structure
-
-HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 
 
 class Counts(NamedTuple):

@@ -26,13 +26,12 @@ from collections.abc import Iterator
 from lxml import etree
 
 from skillgraph.extract.blocks import Out, Walker, indent_item, is_list_block
-from skillgraph.extract.classify import SKIP, kind
+from skillgraph.extract.classify import HEADINGS, SKIP, kind
 from skillgraph.extract.code import code_block, fence, is_code_rows, is_gutter, is_listing_table
 from skillgraph.extract.inline import code_span, escape, squash, text_of
 
 _SECTIONS = frozenset(["thead", "tbody", "tfoot"])
 _CELLS = frozenset(["td", "th"])
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 def _layout(r: Walker, el: etree._Element, out: Out) -> None:
@@ -248,7 +247,7 @@ def table(r: Walker, el: etree._Element, out: Out) -> None:
         if block:
             out.blocks.append(block)
         return
-    if next(el.iter(*_HEADINGS), None) is not None:
+    if next(el.iter(*HEADINGS), None) is not None:
         _layout(r, el, out)
         return
     if _icon_layout(el):

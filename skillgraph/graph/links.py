@@ -33,7 +33,7 @@ from urllib.parse import urljoin
 
 from skillgraph.files import write_all
 from skillgraph.items import sha256_text
-from skillgraph.markdown import CODE_SPAN, IN_FENCE, Line, scan
+from skillgraph.markdown import CODE_SPAN, IN_FENCE, Line, outside_code_spans, scan
 from skillgraph.urls import page_key
 
 _LINK_DEST = re.compile(r"\]\(([^()\s]+)\)")
@@ -51,13 +51,7 @@ def _rewrite_prose(text: str, target: Callable[[str], str | None]) -> tuple[str,
         count += 1
         return f"]({new})"
 
-    parts, last = [], 0
-    for span in CODE_SPAN.finditer(text):
-        parts.append(_LINK_DEST.sub(link, text[last : span.start()]))
-        parts.append(span.group(0))
-        last = span.end()
-    parts.append(_LINK_DEST.sub(link, text[last:]))
-    return "".join(parts), count
+    return outside_code_spans(text, lambda prose: _LINK_DEST.sub(link, prose)), count
 
 
 def rewrite_links(markdown: str, target: Callable[[str], str | None]) -> tuple[str, int]:

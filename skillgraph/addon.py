@@ -28,6 +28,7 @@ DEFAULTS: dict[str, object] = {
     "SKILLGRAPH_CRAWL_TIMEOUT": 240,
     "SKILLGRAPH_CRAWL_TIMEOUT_GRACE": 5,
     "SKILLGRAPH_RECENCY_HOURS": 24,
+    "SKILLGRAPH_RESPONSE_BACKLOG": 64,  # responses waiting for their page's work, at most (docs/settings.md)
     # every URL accounted for (issue 11; docs/build.md)
     "SKILLGRAPH_ALLOWED_DOMAINS": [],
     "SKILLGRAPH_ALLOW_SHRINK": False,
@@ -139,8 +140,9 @@ POLITE: dict[str, object] = {
     # A page yields one document: Scrapy's 100 item slots per response only cost 100 asyncio tasks a page.
     "CONCURRENT_ITEMS": 8,
     # Responses waiting for the page pool (downloaded faster than two cores evaluate them) hold their body, its
-    # text and the pool's answer: 1 MB of bodies in flight, not Scrapy's 5 MB (~1,200 small pages, +12 MB RSS).
-    "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 1_000_000,
+    # text and the pool's answer: at most 16 MB of bodies, and at most SKILLGRAPH_RESPONSE_BACKLOG responses
+    # whatever their size (skillgraph/extensions/response_backlog.py: a 2.5 MB page no longer idles the pool).
+    "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 16 * 1024 * 1024,
     "TELNETCONSOLE_ENABLED": False,
     # Scrapy 2.19's remote-control extension serves code execution over HTTP: off.
     "REMOTE_CONTROL_ENABLED": False,
@@ -194,6 +196,7 @@ SWITCHED_OFF: dict[str, tuple[str, str]] = {
 EXTENSIONS: dict[str, int] = {
     "skillgraph.extensions.download_errors.DownloadErrorLines": 50,  # a failed robots.txt: one line, traceback at DEBUG
     "skillgraph.extensions.gc_freeze.GcFreeze": 60,  # once the engine runs: start-up's objects left alone by the GC
+    "skillgraph.extensions.response_backlog.ResponseBacklog": 70,  # waiting responses bounded in number too
     "skillgraph.render.check.RenderCheck": 100,  # a missing browser fails the crawl at start
     "skillgraph.extensions.crawl_timeout.CrawlTimeout": 500,
     "skillgraph.extensions.stats_file.StatsFile": 900,

@@ -111,6 +111,7 @@ RULES: dict[str, Rule] = {
     "SKILLGRAPH_SUMMARY_FORMAT": Rule("choice", choices=("text", "json", "none")),
     "SKILLGRAPH_SSRF_ALLOWLIST": Rule("hostports"),
     "SKILLGRAPH_PAGE_WORKERS": _int(-1, "-1: one process per CPU core; 0: in the crawl's own thread"),
+    "SKILLGRAPH_RESPONSE_BACKLOG": _int(0, "0: waiting responses bounded in bytes alone"),
 }
 
 #: Settings the add-on gives no default but a bad value of which would only fail deep in a component.

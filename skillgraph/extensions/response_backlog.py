@@ -20,7 +20,7 @@ SKILLGRAPH_RESPONSE_BACKLOG`` (the slot's ``MIN_RESPONSE_SIZE``, set when the
 spider opens): at most that many responses wait, whatever their size, and
 their bodies still add up to no more than the bound. Scrapy's own back-out does
 the holding; only the unit changes. With 16 MB and 64 the workers of the
-Python docs crawl waited 0.4-0.5 s (bench/crawl.py figures in BENCHMARKS.md).
+Python docs crawl waited 0.4-0.6 s (BENCHMARKS.md, "Crawl throughput").
 """
 
 from __future__ import annotations

@@ -312,6 +312,30 @@ def test_engine_and_slot_classes_have_the_wrapped_attributes() -> None:
     assert "self.slots: dict[str, Slot]" in init and "self.per_slot_settings" in init, upgrade(m, "Downloader")
 
 
+def test_scraper_slot_counts_each_response_as_the_minimum_set_on_it() -> None:
+    """The scraper's slot read through the wrappers, on Scrapy's own ``Slot`` (a live crawl finds the
+    engine's: tests/test_response_backlog.py)."""
+    from scrapy.core.scraper import Scraper, Slot
+    from scrapy.http import Response
+
+    m = compat_scrapy
+    assert m.ScraperSlot is Slot and m.scraper_slot(None) is None
+    assert "self.slot = Slot(" in inspect.getsource(Scraper.open_spider_async), upgrade(m, "Scraper.slot")
+    for method in (Slot.add_response_request, Slot.finish_response):
+        assert "self.MIN_RESPONSE_SIZE" in inspect.getsource(method), upgrade(m, f"Slot.{method.__name__}")
+    slot = Slot(1000)
+    assert m.count_responses_as_at_least(slot, 10) == Slot.MIN_RESPONSE_SIZE, "never below Scrapy's own"
+    assert m.count_responses_as_at_least(slot, 4096) == 4096 and Slot.MIN_RESPONSE_SIZE == 1024
+    request = Request("https://example.org/")
+    response = Response(request.url, body=b"small", request=request)
+    slot.add_response_request(response, request)
+    assert m.responses_waiting(slot) == 1 and m.bytes_waiting(slot) == 4096 and slot.needs_backout()
+    slot.next_response_request_deferred()
+    assert m.responses_waiting(slot) == 1, "in its callback, still waiting"
+    slot.finish_response(response, request)
+    assert m.responses_waiting(slot) == 0 and m.bytes_waiting(slot) == 0, "counted out as counted in"
+
+
 def test_take_slot_queue_empties_the_queue_the_downloader_reads() -> None:
     from scrapy.core.downloader import Downloader, Slot
     from twisted.internet.defer import Deferred

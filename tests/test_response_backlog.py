@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.core.scraper import Slot
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from skillgraph.compat.scrapy import ScraperSlot as Slot
 from skillgraph.extensions.response_backlog import ResponseBacklog, bound_in_number
 from tests.servers import SiteServer
 

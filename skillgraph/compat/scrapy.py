@@ -1,4 +1,4 @@
-"""Scrapy internals: the engine's slot, the downloader's slots, the HTTP/1.1 handler's agent.
+"""Scrapy internals: the engine's slot, the scraper's and the downloader's slots, the HTTP/1.1 handler's agent.
 
 Checked against Scrapy 2.19.0 (:data:`skillgraph.compat.CHECKED_VERSIONS`).
 """
@@ -61,6 +61,7 @@ with _cheap_deprecation_stacks():  # the first import of the HTTP/1.1 handler br
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler, _ScrapyAgent
 
 from scrapy.core.downloader import Slot as DownloadSlot  # noqa: E402
+from scrapy.core.scraper import Slot as ScraperSlot  # noqa: E402
 from scrapy.utils._download_handlers import wrap_twisted_exceptions as _wrap_twisted_exceptions  # noqa: E402
 
 if TYPE_CHECKING:
@@ -75,10 +76,15 @@ if TYPE_CHECKING:
 __all__ = [
     "DownloadSlot",
     "HTTP11DownloadHandler",
+    "ScraperSlot",
     "ScrapyAgent",
+    "bytes_waiting",
+    "count_responses_as_at_least",
     "download_slots",
     "per_slot_settings",
     "requests_in_progress",
+    "responses_waiting",
+    "scraper_slot",
     "scrapy_agent_options",
     "set_slot_delay",
     "set_slot_last_seen",
@@ -123,6 +129,46 @@ def wake_engine(engine: ExecutionEngine | None) -> None:
     nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
     if nextcall is not None:
         nextcall.schedule()
+
+
+# The scraper's slot (``scrapy.core.scraper.Slot`` is undocumented) -------------------------
+
+
+def scraper_slot(engine: ExecutionEngine | None) -> ScraperSlot | None:
+    """The scraper's slot: ``ExecutionEngine.scraper.slot`` (undocumented), made when the spider opens.
+
+    None before that, or without an engine. Checked against Scrapy 2.19.0.
+    """
+    return getattr(getattr(engine, "scraper", None), "slot", None)
+
+
+def count_responses_as_at_least(slot: ScraperSlot, size: int) -> int:
+    """Each response the scraper's slot takes counts as at least ``size`` bytes toward its bound in bytes.
+
+    The bound is ``SCRAPER_SLOT_MAX_ACTIVE_SIZE``; the minimum is ``Slot.MIN_RESPONSE_SIZE``
+    (1024, undocumented), set here on the instance and never below Scrapy's own:
+    ``add_response_request`` and ``finish_response`` read it through ``self``, so a response
+    is counted out as it was counted in as long as it is set before the first response.
+    Returns the minimum set. Checked against Scrapy 2.19.0.
+    """
+    slot.MIN_RESPONSE_SIZE = max(size, ScraperSlot.MIN_RESPONSE_SIZE)
+    return slot.MIN_RESPONSE_SIZE
+
+
+def bytes_waiting(slot: ScraperSlot) -> int:
+    """What the responses the scraper's slot holds count toward its bound (``active_size``, undocumented).
+
+    Checked against Scrapy 2.19.0.
+    """
+    return slot.active_size
+
+
+def responses_waiting(slot: ScraperSlot) -> int:
+    """Responses the scraper's slot holds: queued for their callback or in it (``queue``, ``active``).
+
+    Both undocumented. Checked against Scrapy 2.19.0.
+    """
+    return len(slot.queue) + len(slot.active)
 
 
 # The downloader's slots (``scrapy.core.downloader.Slot`` is undocumented) ------------------

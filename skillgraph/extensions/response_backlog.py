@@ -29,8 +29,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.core.scraper import Slot
 from scrapy.exceptions import NotConfigured
+
+from skillgraph.compat.scrapy import (
+    ScraperSlot,
+    bytes_waiting,
+    count_responses_as_at_least,
+    responses_waiting,
+    scraper_slot,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,11 +45,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def bound_in_number(slot: Slot, max_active_size: int, backlog: int) -> int:
+def bound_in_number(slot: ScraperSlot, max_active_size: int, backlog: int) -> int:
     """Count each response of ``slot`` as at least ``max_active_size / backlog`` bytes; the responses that may wait."""
-    minimum = max(max_active_size // backlog, Slot.MIN_RESPONSE_SIZE)
-    slot.MIN_RESPONSE_SIZE = minimum  # read through the instance by add_response_request and finish_response
-    return max_active_size // minimum
+    return max_active_size // count_responses_as_at_least(slot, max_active_size // backlog)
 
 
 class ResponseBacklog:
@@ -53,7 +58,7 @@ class ResponseBacklog:
         self.crawler = crawler
         self.backlog = backlog
         self.max_active_size = crawler.settings.getint("SCRAPER_SLOT_MAX_ACTIVE_SIZE")
-        self.slot: Slot | None = None
+        self.slot: ScraperSlot | None = None
         self.most = 0
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
@@ -63,9 +68,8 @@ class ResponseBacklog:
         return cls(crawler)
 
     def spider_opened(self) -> None:
-        engine = self.crawler.engine
-        slot = engine.scraper.slot if engine is not None else None  # made by the scraper before this signal
-        if slot is None or slot.active_size:  # responses counted with Scrapy's minimum would be counted out with ours
+        slot = scraper_slot(self.crawler.engine)  # made by the scraper before this signal
+        if slot is None or bytes_waiting(slot):  # counted in with Scrapy's minimum, they would be counted out with ours
             logger.warning("The scraper's slot was missing or in use when the spider opened: "
                            "waiting responses are bounded in bytes alone")
             return
@@ -73,14 +77,14 @@ class ResponseBacklog:
         responses = bound_in_number(slot, self.max_active_size, self.backlog)
         if self.crawler.stats is not None:
             self.crawler.stats.set_value("skillgraph/backlog/responses", responses)
-        logger.debug("Responses waiting for their callbacks: at most %d (each counted as %d bytes or its body's)",
-                     responses, slot.MIN_RESPONSE_SIZE)
+        logger.debug("Responses waiting for their callbacks: at most %d, their bodies at most %d bytes",
+                     responses, self.max_active_size)
 
     def response_received(self) -> None:
         """The deepest the backlog got (this response included): a stat, for tuning the bound."""
         slot = self.slot
         if slot is not None:
-            waiting = len(slot.queue) + len(slot.active) + 1
+            waiting = responses_waiting(slot) + 1
             if waiting > self.most:
                 self.most = waiting
                 if self.crawler.stats is not None:

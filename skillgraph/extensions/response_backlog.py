@@ -59,7 +59,6 @@ class ResponseBacklog:
         self.backlog = backlog
         self.max_active_size = crawler.settings.getint("SCRAPER_SLOT_MAX_ACTIVE_SIZE")
         self.slot: ScraperSlot | None = None
-        self.most = 0
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
 
@@ -82,10 +81,5 @@ class ResponseBacklog:
 
     def response_received(self) -> None:
         """The deepest the backlog got (this response included): a stat, for tuning the bound."""
-        slot = self.slot
-        if slot is not None:
-            waiting = responses_waiting(slot) + 1
-            if waiting > self.most:
-                self.most = waiting
-                if self.crawler.stats is not None:
-                    self.crawler.stats.set_value("skillgraph/backlog/max_waiting", waiting)
+        if self.slot is not None and self.crawler.stats is not None:
+            self.crawler.stats.max_value("skillgraph/backlog/max_waiting", responses_waiting(self.slot) + 1)
